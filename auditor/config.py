@@ -1,0 +1,154 @@
+"""Settings: flag > AUDITOR_* environment > auditor.toml > default. Loaded once, passed along.
+
+Secrets are never written in the file: a secret setting holds `env:VARIABLE`, read when used.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import ConfigError
+
+DEFAULT_DB = "auditor.duckdb"
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A reference to a secret (`env:NAME`); its value never appears in repr or messages."""
+
+    ref: str
+
+    def value(self) -> str:
+        name = self.ref.removeprefix("env:")
+        try:
+            return os.environ[name]
+        except KeyError:
+            raise ConfigError(
+                f"secret {self.ref}: environment variable {name} is not set"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"Secret({self.ref!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSettings:
+    host: str | None = None  # management host for SSH; None runs the tools locally
+    port: int = 22
+    user: str | None = None
+    key_file: Path | None = None
+    password: Secret | None = None
+    known_hosts: Path | None = None
+    timeout_s: float = 300.0
+    env: dict[str, str] = field(default_factory=dict)
+    ibnetdiscover_args: tuple[str, ...] = ()
+    iblinkinfo_args: tuple[str, ...] = ()
+    ibqueryerrors_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    db: Path = Path(DEFAULT_DB)
+    config_path: Path | None = None
+    captures: Path | None = None  # default: captures/ beside the DB
+    node_name_map: Path | None = None
+    sweep: SweepSettings = field(default_factory=SweepSettings)
+
+    @property
+    def captures_dir(self) -> Path:
+        return self.captures or self.db.resolve().parent / "captures"
+
+
+def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = table.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise ConfigError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, "
+                          f"got {type(value).__name__}")
+    return value
+
+
+def _secret(table: dict[str, Any], key: str, where: str) -> Secret | None:
+    value = _get(table, key, str, where)
+    if value is None:
+        return None
+    if not value.startswith("env:") or len(value) <= 4:
+        # Refuse inline secrets outright: config files end up in backups, tickets and git.
+        raise ConfigError(f"{where}.{key}: write secrets as env:VARIABLE, never inline")
+    return Secret(value)
+
+
+def _path(value: str | None, base: Path) -> Path | None:
+    if value is None:
+        return None
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = _get(table, key, list, where) or []
+    if not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}.{key}: expected a list of strings")
+    return tuple(value)
+
+
+_KNOWN = {
+    "": {"store", "topology", "sweep"},
+    "store": {"db", "captures"},
+    "topology": {"node_name_map"},
+    "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
+              "ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args"},
+}
+
+
+def load(config_path: Path | None, db: Path | None) -> Settings:
+    """Read the config file (if any) and apply AUDITOR_DB and the --db flag over it."""
+    data: dict[str, Any] = {}
+    base = Path.cwd()
+    if config_path is not None:
+        try:
+            data = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{config_path}: cannot read config: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{config_path}: {exc}") from exc
+        base = config_path.resolve().parent
+    for section, keys in _KNOWN.items():
+        table = data if not section else data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{section}: expected a table")
+        for key in table:
+            if key not in keys and not (section == "" and key in _KNOWN):
+                raise ConfigError(f"{section + '.' if section else ''}{key}: unknown setting")
+    store = data.get("store", {})
+    topo = data.get("topology", {})
+    sw = data.get("sweep", {})
+    env = _get(sw, "env", dict, "sweep") or {}
+    if not all(isinstance(v, str) for v in env.values()):
+        raise ConfigError("sweep.env: values must be strings")
+    sweep = SweepSettings(
+        host=_get(sw, "host", str, "sweep"),
+        port=_get(sw, "port", int, "sweep") or 22,
+        user=_get(sw, "user", str, "sweep"),
+        key_file=_path(_get(sw, "key_file", str, "sweep"), base),
+        password=_secret(sw, "password", "sweep"),
+        known_hosts=_path(_get(sw, "known_hosts", str, "sweep"), base),
+        timeout_s=float(_get(sw, "timeout_s", (int, float), "sweep") or 300.0),
+        env=dict(env),
+        ibnetdiscover_args=_args(sw, "ibnetdiscover_args", "sweep"),
+        iblinkinfo_args=_args(sw, "iblinkinfo_args", "sweep"),
+        ibqueryerrors_args=_args(sw, "ibqueryerrors_args", "sweep"),
+    )
+    env_db = os.environ.get("AUDITOR_DB")
+    chosen_db = db or (Path(env_db) if env_db else None) \
+        or _path(_get(store, "db", str, "store"), base) or Path(DEFAULT_DB)
+    return Settings(
+        db=chosen_db,
+        config_path=config_path,
+        captures=_path(_get(store, "captures", str, "store"), base),
+        node_name_map=_path(_get(topo, "node_name_map", str, "topology"), base),
+        sweep=sweep,
+    )

@@ -1,0 +1,143 @@
+"""Link health from topology snapshots: degraded links and what changed since the previous one.
+
+Pure functions over `Fabric` values; the store supplies the snapshots.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from auditor.graph import LinkKey, link_key
+from auditor.models import Fabric, Link, NodeType
+
+WIDTHS = ["1X", "2X", "4X", "8X", "12X"]
+SPEEDS = ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
+
+
+def _rank(value: str | None, order: list[str]) -> int:
+    return order.index(value) if value in order else -1
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    name: str
+    guid: str
+    port: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "guid": self.guid, "port": self.port}
+
+
+@dataclass(frozen=True, slots=True)
+class Degraded:
+    ends: tuple[End, End]
+    width: str | None
+    speed: str | None
+    possible_width: str | None
+    possible_speed: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """One end of a cable now sits in another port (or on another node)."""
+
+    before: tuple[End, End]
+    after: tuple[End, End]
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    appeared: list[tuple[End, End]]
+    disappeared: list[tuple[End, End]]
+    moved: list[Moved]
+
+
+def ends_of(fabric: Fabric, link: Link) -> tuple[End, End]:
+    def end(guid: str, port: int) -> End:
+        node = fabric.nodes.get(guid)
+        return End(node.name if node else guid, guid, port)
+
+    return end(link.a_guid, link.a_port), end(link.b_guid, link.b_port)
+
+
+def _tier(fabric: Fabric, link: Link) -> str:
+    types = {fabric.nodes[g].node_type for g in (link.a_guid, link.b_guid) if g in fabric.nodes}
+    return "host" if NodeType.HCA in types else "switch"
+
+
+def degraded_links(fabric: Fabric, previous: Fabric | None = None) -> list[Degraded]:
+    """Links running narrower or slower than they could: than the port's "Could be" hint, than
+    the same link in the previous snapshot, or than most links of their tier (host or switch)."""
+    usual: dict[str, tuple[str | None, str | None]] = {}
+    for tier in ("host", "switch"):
+        links = [lk for lk in fabric.links if _tier(fabric, lk) == tier]
+        widths = Counter(lk.width for lk in links if lk.width)
+        speeds = Counter(lk.speed for lk in links if lk.speed)
+        usual[tier] = (
+            widths.most_common(1)[0][0] if widths else None,
+            speeds.most_common(1)[0][0] if speeds else None,
+        )
+    before = {link_key(lk): lk for lk in previous.links} if previous else {}
+    found = []
+    for lk in fabric.links:
+        candidates: list[tuple[str | None, str | None, str]] = []
+        for guid, port in ((lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)):
+            p = fabric.ports.get((guid, port))
+            if p is None:
+                continue
+            # ibsim advertises 12X on every port, so every 4X link there says "Could be 12X";
+            # no HDR/NDR/XDR switch or HCA has 12X ports, so that hint is noise, not capability.
+            if p.could_be_width and p.could_be_width != "12X":
+                candidates.append((p.could_be_width, None, "port could train wider"))
+            if p.could_be_speed:
+                candidates.append((None, p.could_be_speed, "port could train faster"))
+        old = before.get(link_key(lk))
+        if old is not None:
+            candidates.append((old.width, old.speed, "slower or narrower than last snapshot"))
+        width, speed = usual[_tier(fabric, lk)]
+        candidates.append((width, speed, f"below most {_tier(fabric, lk)} links"))
+        for cand_width, cand_speed, why in candidates:
+            narrower = _rank(cand_width, WIDTHS) > _rank(lk.width, WIDTHS) >= 0
+            slower = _rank(cand_speed, SPEEDS) > _rank(lk.speed, SPEEDS) >= 0
+            if narrower or slower:
+                found.append(Degraded(
+                    ends_of(fabric, lk), lk.width, lk.speed,
+                    cand_width if narrower else lk.width,
+                    cand_speed if slower else lk.speed,
+                    why,
+                ))
+                break
+    return found
+
+
+def changes(fabric: Fabric, previous: Fabric | None) -> Changes:
+    """Links that appeared or disappeared since `previous`; a cable whose one end stayed while
+    the other moved to another port is reported once, as moved."""
+    if previous is None:
+        return Changes([], [], [])
+    now = {link_key(lk): lk for lk in fabric.links}
+    then = {link_key(lk): lk for lk in previous.links}
+    new = [now[k] for k in sorted(now.keys() - then.keys())]
+    gone = [then[k] for k in sorted(then.keys() - now.keys())]
+    moved = []
+    matched_new: set[LinkKey] = set()
+    matched_gone: set[LinkKey] = set()
+    for old in gone:
+        old_ends = {(old.a_guid, old.a_port), (old.b_guid, old.b_port)}
+        old_nodes = {old.a_guid, old.b_guid}
+        for lk in new:
+            if link_key(lk) in matched_new:
+                continue
+            ends = {(lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)}
+            if ends & old_ends or {lk.a_guid, lk.b_guid} == old_nodes:
+                moved.append(Moved(ends_of(previous, old), ends_of(fabric, lk)))
+                matched_new.add(link_key(lk))
+                matched_gone.add(link_key(old))
+                break
+    return Changes(
+        [ends_of(fabric, lk) for lk in new if link_key(lk) not in matched_new],
+        [ends_of(previous, lk) for lk in gone if link_key(lk) not in matched_gone],
+        moved,
+    )

@@ -1,0 +1,258 @@
+"""Ingest: read capture files, recognise and parse them, and write them to the store.
+
+One call of `ingest_files` is one transaction: either every file of the call is stored or, when
+one of them cannot be read or parsed, none is and the store is left as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+
+from auditor.errors import AuditorError, ParseError
+from auditor.models import CounterSample, FabricNode, Link, Node, NodeType, Port, Topology
+from auditor.parse.iblinkinfo import parse_iblinkinfo
+from auditor.parse.ibnetdiscover import parse_ibnetdiscover
+from auditor.parse.ibqueryerrors import parse_ibqueryerrors
+from auditor.parse.nodedesc import describe
+from auditor.parse.perfquery import parse_perfquery
+from auditor.store import SourceMeta, Store
+
+TOPOLOGY_KINDS = ("ibnetdiscover", "iblinkinfo")
+COUNTER_KINDS = ("perfquery", "ibqueryerrors")
+KINDS = ("auto", *TOPOLOGY_KINDS, *COUNTER_KINDS)
+
+# First meaningful line of each format, as the real tools print it (infiniband-diags, rdma-core 44).
+_SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
+    ("ibnetdiscover", re.compile(r"^(#\s*Topology file|vendid=|devid=|sysimgguid=|switchguid=|"
+                                 r"caguid=|(CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s|"
+                                 r"(Ca|Switch|Rt)\s+:\s+0x|DR path )")),
+    ("iblinkinfo", re.compile(r"^(CA: |Switch: 0x|0x[0-9a-fA-F]+\s+\")")),
+    ("perfquery", re.compile(r"^# Port (extended )?counters: ")),
+    ("ibqueryerrors", re.compile(r"^(Errors for (0x|\")|## Summary:)")),
+]
+
+
+@dataclass(slots=True)
+class IngestResult:
+    path: str
+    kind: str
+    status: str  # "ingested" or "already ingested"
+    records: int = 0
+    source_id: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Parsed:
+    path: str
+    kind: str
+    sha256: str
+    lines: int
+    topology: Topology | None = None
+    counters: list[CounterSample] | None = None
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """The file's text and content hash; binary or unreadable files are an AuditorError."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if b"\x00" in data[:65536]:
+        line_no = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a text capture")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
+    return text, digest
+
+
+def detect_kind(text: str, path: str) -> str:
+    """Recognise a capture by its first meaningful line."""
+    for line_no, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#") and not any(
+            sig in stripped for sig in ("Topology file", "counters:", "## Summary:")
+        ):
+            continue
+        for kind, pattern in _SIGNATURES:
+            if pattern.match(stripped):
+                return kind
+        raise AuditorError(
+            f"{path}:{line_no}: cannot tell what tool printed this; pass --kind "
+            f"({', '.join(KINDS[1:])}): {stripped[:80]!r}"
+        )
+    raise AuditorError(f"{path}:1: empty file, nothing to ingest")
+
+
+_PARSERS: dict[str, Callable[[str], Topology | list[CounterSample]]] = {
+    "ibnetdiscover": parse_ibnetdiscover,
+    "iblinkinfo": parse_iblinkinfo,
+    "perfquery": parse_perfquery,
+    "ibqueryerrors": parse_ibqueryerrors,
+}
+
+
+def parse_file(path: Path, kind: str) -> _Parsed:
+    text, digest = read_text(path)
+    if kind == "auto":
+        kind = detect_kind(text, str(path))
+    if kind not in _PARSERS:
+        raise AuditorError(f"{path}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    if not text.strip():
+        raise AuditorError(f"{path}:1: empty file, nothing to ingest")
+    try:
+        result = _PARSERS[kind](text)
+    except ParseError as exc:
+        raise exc.with_source(str(path)) from None
+    parsed = _Parsed(str(path), kind, digest, text.count("\n") + (not text.endswith("\n")))
+    if isinstance(result, Topology):
+        parsed.topology = result
+    else:
+        parsed.counters = result
+    return parsed
+
+
+class _Identity:
+    """Resolves CA port GUIDs and bare LIDs to node GUIDs (iblinkinfo and ibnetdiscover -p name
+    CAs by port GUID only, and iblinkinfo names peers it has no section for by LID only)."""
+
+    def __init__(self) -> None:
+        self.by_port_guid: dict[str, tuple[str, int]] = {}
+        self.by_lid: dict[int, str] = {}
+
+    def learn(self, port_guid: str | None, lid: int | None, guid: str, port: int) -> None:
+        if port_guid and port_guid != guid:
+            self.by_port_guid[port_guid] = (guid, port)
+        if lid:
+            self.by_lid.setdefault(lid, guid)
+
+    def learn_topology(self, topo: Topology) -> None:
+        for p in topo.ports:
+            self.learn(p.port_guid, p.lid, p.guid, p.port)
+        for n in topo.nodes:
+            if n.lid:
+                self.by_lid.setdefault(n.lid, n.guid)
+
+    def node(self, guid: str) -> str | None:
+        if guid.startswith("lid:"):
+            return self.by_lid.get(int(guid[4:]))
+        hit = self.by_port_guid.get(guid)
+        return hit[0] if hit else guid
+
+
+def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topology:
+    nodes: dict[str, Node] = {}
+    for n in topo.nodes:
+        guid = ident.node(n.guid) or n.guid
+        nodes.setdefault(guid, replace(n, guid=guid))
+    ports = []
+    for p in topo.ports:
+        guid = ident.node(p.guid) or p.guid
+        if guid != p.guid:
+            p = replace(p, guid=guid, port_guid=p.port_guid or p.guid)
+        ports.append(p)
+    links = []
+    unresolved = 0
+    for lk in topo.links:
+        a, b = ident.node(lk.a_guid), ident.node(lk.b_guid)
+        if a is None or b is None:
+            unresolved += 1
+            continue
+        ends = sorted([(a, lk.a_port), (b, lk.b_port)])
+        links.append(Link(ends[0][0], ends[0][1], ends[1][0], ends[1][1], lk.width, lk.speed))
+    if unresolved:
+        warnings.append(f"{unresolved} link(s) name a peer only by a LID no capture resolves")
+    return Topology(list(nodes.values()), ports, links)
+
+
+def _named(topo: Topology, names: dict[str, str]) -> list[FabricNode]:
+    out = []
+    for n in topo.nodes:
+        who = describe(n.description)
+        name = names.get(n.guid, who.name)
+        out.append(FabricNode(n.guid, n.node_type, n.description, name, who.model, who.device,
+                              n.lid if n.node_type == NodeType.SWITCH else None))
+    return out
+
+
+def _counter_rows(
+    samples: Sequence[CounterSample], ident: _Identity, path: str
+) -> list[tuple[str, int | None, str, int]]:
+    rows: list[tuple[str, int | None, str, int]] = []
+    for s in samples:
+        guid = s.guid
+        if guid is None and s.lid is not None:
+            guid = ident.by_lid.get(s.lid)
+        if guid is None:
+            raise AuditorError(
+                f"{path}: counters of LID {s.lid} port {s.port}: no topology snapshot knows "
+                "that LID; ingest an ibnetdiscover or iblinkinfo capture first"
+            )
+        guid = ident.node(guid) or guid
+        rows.extend((guid, s.port, name, value) for name, value in s.counters.items())
+    return rows
+
+
+def ingest_files(
+    store: Store,
+    paths: Sequence[Path],
+    kind: str = "auto",
+    at: datetime | None = None,
+    origin: str = "file",
+    node_names: dict[str, str] | None = None,
+    now: datetime | None = None,
+) -> list[IngestResult]:
+    """Parse every file, then store them all in one transaction. `at` is the snapshot time."""
+    explicit = at is not None
+    moment = at or now or datetime.now().astimezone()
+    parsed = [parse_file(p, kind) for p in paths]
+    # Topology captures first, ibnetdiscover before iblinkinfo: they name what the others refer to.
+    order = {"ibnetdiscover": 0, "iblinkinfo": 1, "perfquery": 2, "ibqueryerrors": 2}
+    parsed.sort(key=lambda p: order[p.kind])
+    results: list[IngestResult] = []
+    ident = _Identity()
+    for guid_port in store.port_identity(moment):
+        ident.learn(*guid_port)
+    seen: set[str] = set()
+    with store.transaction():
+        for item in parsed:
+            result = IngestResult(item.path, item.kind, "ingested")
+            results.append(result)
+            if item.sha256 in seen or store.find_source(item.sha256, moment, explicit) is not None:
+                result.status = "already ingested"
+                continue
+            seen.add(item.sha256)
+            if item.topology is not None:
+                topo = _reconcile(item.topology, ident, result.warnings)
+                ident.learn_topology(topo)
+                result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
+                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
+                store.add_nodes(sid, moment, _named(topo, node_names or {}))
+                store.add_ports(sid, moment, topo.ports)
+                store.add_links(sid, moment, topo.links)
+            else:
+                rows = _counter_rows(item.counters or [], ident, item.path)
+                result.records = len(rows)
+                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
+                store.add_counters(sid, moment, rows)
+            result.source_id = sid
+    return results
+
+
+def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int) -> SourceMeta:
+    return SourceMeta(item.kind, item.path, item.sha256, origin, at, explicit, item.lines, 0,
+                      records)
+
+
+__all__ = ["KINDS", "IngestResult", "Port", "detect_kind", "ingest_files", "parse_file"]

@@ -1,0 +1,93 @@
+"""Plain records passed between the stages: parsers return them, the store writes them.
+
+GUIDs are always lower-case `0x` + 16 hex digits. Widths are "1X", "2X", "4X", "8X", "12X";
+speeds are the IBTA names "SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class NodeType(StrEnum):
+    SWITCH = "switch"
+    HCA = "hca"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    guid: str
+    node_type: NodeType
+    description: str
+    num_ports: int | None = None
+    lid: int | None = None  # switch LID (port 0); None for CAs (their LIDs are per port)
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    guid: str  # node GUID
+    port: int
+    port_guid: str | None = None
+    lid: int | None = None
+    state: str | None = None  # Active, Down, Initialize, Armed
+    phys_state: str | None = None  # LinkUp, Polling, Disabled, ...
+    width: str | None = None
+    speed: str | None = None
+    could_be_width: str | None = None  # iblinkinfo "Could be" hint
+    could_be_speed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    a_guid: str
+    a_port: int
+    b_guid: str
+    b_port: int
+    width: str | None = None
+    speed: str | None = None
+
+
+@dataclass(slots=True)
+class Topology:
+    """What one ibnetdiscover or iblinkinfo capture says about the fabric."""
+
+    nodes: list[Node] = field(default_factory=list)
+    ports: list[Port] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSample:
+    """Counters of one port (port None = the switch aggregate `ALL`) as read at one time."""
+
+    port: int | None
+    counters: dict[str, int]
+    guid: str | None = None
+    lid: int | None = None  # perfquery names the port by LID only
+    description: str | None = None
+    extended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FabricNode:
+    """A node as the store knows it: its description resolved into a name (and model/device)."""
+
+    guid: str
+    node_type: NodeType
+    description: str
+    name: str
+    model: str | None = None
+    device: str | None = None
+    lid: int | None = None
+
+
+@dataclass(slots=True)
+class Fabric:
+    """The fabric as seen in one topology snapshot."""
+
+    seen_at: object  # datetime (UTC, naive); typed loosely to keep this module import-light
+    nodes: dict[str, FabricNode] = field(default_factory=dict)
+    ports: dict[tuple[str, int], Port] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)

@@ -1,0 +1,271 @@
+"""Parse `iblinkinfo` output, default (per-node sections) and `--line` form, line by line.
+
+iblinkinfo prints the GUID of a CA's PORT, never the CA's node GUID. Conventions the store
+relies on, shared with the `-p` form of `auditor.parse.ibnetdiscover`:
+
+- CA and router nodes are keyed by their PORT GUID: `Node.guid == Port.guid == Port.port_guid`.
+  A dual-port HCA becomes two nodes with the same description. The store maps port GUID ->
+  node GUID when it has a default-form ibnetdiscover snapshot (whose `Port.port_guid` it is).
+- Switches are keyed by the GUID iblinkinfo prints (port 0's, equal to the node GUID on every
+  switch we know of); their `Port.port_guid` is None.
+- The default form names a link's far end by LID, port and description only. The LID is looked
+  up among the nodes in the same capture (then description + port, for fabrics where LIDs are
+  still 0 or clash). A far end that is not in the capture (`--switches-only`, `--down`, `-S`)
+  keeps `b_guid = "lid:<N>"`, for the store to resolve. Such placeholders always sort after
+  real GUIDs, so they are always the `b` end, and are dropped when the other end's own line
+  already gave the link.
+- `--line` form names the far end by GUID, so nothing is left to resolve. It has no node
+  headers: a GUID listed with several ports, or with a `MF0;host:model` description, is taken
+  as a switch, anything else as a CA.
+- Width, speed and the "Could be" hints are None for a port that is Down (IBTA C14-24.2.1 lets
+  such a port report garbage), and speeds are the IBTA names (HDR, not 53.125 Gbps).
+- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from auditor.errors import ParseError
+from auditor.models import Link, Node, NodeType, Port, Topology
+from auditor.parse._common import GUID_HEX, LANE_SPEEDS, WIDTHS, norm_guid, split_lines
+from auditor.parse.nodedesc import describe
+
+_KIND = "iblinkinfo"
+
+# "%6d %4d[%2s] ==(<link>)==>  <remote>"; `-p` adds " (HOQ:n VL_Stall:n)" after the link. The
+# link text itself may contain parentheses ("10.0 Gbps (FDR10)", "undefined (0)").
+_BODY = (
+    r"(?P<lid>\d{1,5})\s+(?P<port>\d{1,3})\[[ \d]{0,3}\]\s+"
+    r"==\((?P<link>.*?)\)(?: \(HOQ:\d+ VL_Stall:\d+\))?==>\s*"
+    r"(?:(?:0x(?P<peer_guid>" + GUID_HEX + r")\s+)?(?P<peer_lid>\d{1,5})\s+"
+    r'(?P<peer_port>\d{1,3})\[[ \d]{0,3}\]\s+"(?P<peer_desc>.*)"\s+\((?P<hints>.*)\)'
+    r'|\[\s*\]\s+""\s+\(\s*\)'
+    r'|"Port not available")\s*$'
+)
+_SWITCH_PORT_RE = re.compile(r"^\s+" + _BODY, re.ASCII)
+_CA_PORT_RE = re.compile(r"^\s+0x(?P<guid>" + GUID_HEX + r")\s+" + _BODY, re.ASCII)
+# --line: 0x<guid> "<desc right-aligned in 30 columns>" <body>
+_LINE_RE = re.compile(r"^0x(?P<guid>" + GUID_HEX + r') "(?P<desc>.*?)"\s+' + _BODY, re.ASCII)
+_SWITCH_HEADER_RE = re.compile(r"^Switch: 0x(" + GUID_HEX + r") (.*):\s*$", re.ASCII)
+_OTHER_HEADER_RE = re.compile(r"^(CA|Router|\?\?): (.*):\s*$", re.ASCII)
+
+_LINK_UP_RE = re.compile(
+    r"^\s*(?P<width>\d{1,2}X|undefined \(\d+\))\s+(?P<speed>.+?)\s+"
+    r"(?P<state>\S+)/\s*(?P<phys>.+?)\s*$",
+    re.ASCII,
+)
+_LINK_DOWN_RE = re.compile(r"^\s*(?P<state>\S+)/\s*(?P<phys>.+?)\s*$", re.ASCII)
+_HINT_RE = re.compile(r"Could be (\d{1,2}X|[\d.]+ Gbps(?: \(FDR10\))?|FDR10)", re.ASCII)
+
+_HEADER_TYPES = {"CA": NodeType.HCA, "Router": NodeType.ROUTER}
+
+
+@dataclass(slots=True)
+class _PortLine:
+    guid: str
+    port: int
+    lid: int
+    state: str
+    phys_state: str
+    width: str | None
+    speed: str | None
+    could_be_width: str | None
+    could_be_speed: str | None
+    peer_guid: str | None  # --line form only
+    peer_lid: int | None  # None: no peer
+    peer_port: int | None
+    peer_desc: str | None
+
+
+def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLine:
+    link = m.group("link")
+    up = _LINK_UP_RE.match(link)
+    width = speed = could_be_width = could_be_speed = None
+    if up is not None:
+        state, phys = up.group("state"), up.group("phys")
+        width = WIDTHS.get(up.group("width"))
+        speed = LANE_SPEEDS.get(up.group("speed"))
+    else:
+        down = _LINK_DOWN_RE.match(link)
+        if down is None:
+            raise ParseError(_KIND, line_no, line, "unrecognised link state")
+        state, phys = down.group("state"), down.group("phys")
+    hints = m.group("hints")
+    if hints:
+        for hint in _HINT_RE.findall(hints):
+            if hint.endswith("X"):
+                could_be_width = WIDTHS.get(hint)
+            else:
+                could_be_speed = LANE_SPEEDS.get(hint, "FDR10" if hint == "FDR10" else None)
+    peer_lid = m.group("peer_lid")
+    peer_guid = m.group("peer_guid")
+    return _PortLine(
+        guid=guid,
+        port=int(m.group("port")),
+        lid=int(m.group("lid")),
+        state=state,
+        phys_state=phys,
+        width=width,
+        speed=speed,
+        could_be_width=could_be_width,
+        could_be_speed=could_be_speed,
+        peer_guid=norm_guid(peer_guid) if peer_guid is not None else None,
+        peer_lid=int(peer_lid) if peer_lid is not None else None,
+        peer_port=int(m.group("peer_port")) if peer_lid is not None else None,
+        peer_desc=m.group("peer_desc"),
+    )
+
+
+@dataclass(slots=True)
+class _NodeInfo:
+    node_type: NodeType
+    description: str
+    lid: int | None = None
+    port_numbers: set[int] | None = None  # --line form only, for the switch heuristic
+
+
+def parse_iblinkinfo(text: str) -> Topology:
+    nodes: dict[str, _NodeInfo] = {}
+    port_lines: list[_PortLine] = []
+    section_guid: str | None = None  # current Switch: section
+    section: tuple[NodeType, str] | None = None  # current CA:/Router: section
+    line_mode_guids: set[str] = set()
+
+    for line_no, line in enumerate(split_lines(text), 1):
+        first = line[:1]
+        if first == " ":
+            if line.lstrip().startswith("0x"):
+                m = _CA_PORT_RE.match(line)
+                if m is None:
+                    raise ParseError(_KIND, line_no, line, "unrecognised CA port line")
+                if section is None:
+                    raise ParseError(_KIND, line_no, line, "CA port line outside a CA section")
+                guid = norm_guid(m.group("guid"))
+                pl = _port_line(guid, m, line_no, line)
+                if guid not in nodes:
+                    nodes[guid] = _NodeInfo(section[0], section[1])
+                port_lines.append(pl)
+                continue
+            if not line.strip():
+                continue
+            m = _SWITCH_PORT_RE.match(line)
+            if m is None:
+                raise ParseError(_KIND, line_no, line, "unrecognised port line")
+            if section_guid is None:
+                raise ParseError(_KIND, line_no, line, "switch port line outside a Switch section")
+            pl = _port_line(section_guid, m, line_no, line)
+            info = nodes[section_guid]
+            if info.lid is None:
+                info.lid = pl.lid
+            port_lines.append(pl)
+            continue
+        if first == "0":
+            m = _LINE_RE.match(line)
+            if m is None:
+                raise ParseError(_KIND, line_no, line, "unrecognised --line port line")
+            guid = norm_guid(m.group("guid"))
+            pl = _port_line(guid, m, line_no, line)
+            line_info = nodes.get(guid)
+            if line_info is None:
+                # %30s right-aligns the description; the padding is not part of it.
+                line_info = _NodeInfo(NodeType.HCA, m.group("desc").lstrip(), pl.lid, set())
+                nodes[guid] = line_info
+            if line_info.port_numbers is not None:
+                line_info.port_numbers.add(pl.port)
+            line_mode_guids.add(guid)
+            port_lines.append(pl)
+            continue
+        if not line.strip():
+            continue
+        m = _SWITCH_HEADER_RE.match(line)
+        if m is not None:
+            section_guid = norm_guid(m.group(1))
+            section = None
+            if section_guid not in nodes:
+                nodes[section_guid] = _NodeInfo(NodeType.SWITCH, m.group(2))
+            continue
+        m = _OTHER_HEADER_RE.match(line)
+        if m is not None:
+            node_type = _HEADER_TYPES.get(m.group(1))
+            if node_type is None:
+                raise ParseError(_KIND, line_no, line, "unknown node type")
+            section = (node_type, m.group(2))
+            section_guid = None
+            continue
+        raise ParseError(_KIND, line_no, line, "unrecognised line")
+
+    if not port_lines and not nodes:
+        raise ParseError(_KIND, 0, "", "no node records")
+
+    for guid in line_mode_guids:
+        info = nodes[guid]
+        ports_seen = info.port_numbers or set()
+        if len(ports_seen) > 1 or describe(info.description).model is not None:
+            info.node_type = NodeType.SWITCH
+        else:
+            info.lid = None  # a CA's LID belongs to its port, see models.Node
+    return _build(nodes, port_lines)
+
+
+def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine]) -> Topology:
+    by_lid: dict[int, str | None] = {}  # None: LID used by two nodes
+    by_desc_port: dict[tuple[str, int], str | None] = {}
+    for pl in port_lines:
+        info = nodes[pl.guid]
+        if pl.lid:
+            known = by_lid.get(pl.lid, pl.guid)
+            by_lid[pl.lid] = pl.guid if known == pl.guid else None
+        key = (info.description, pl.port)
+        known = by_desc_port.get(key, pl.guid)
+        by_desc_port[key] = pl.guid if known == pl.guid else None
+
+    ports: dict[tuple[str, int], Port] = {}
+    links: dict[tuple[str, int, str, int], Link] = {}
+    pending: list[Link] = []  # far end not found in this capture
+    for pl in port_lines:
+        is_switch = nodes[pl.guid].node_type is NodeType.SWITCH
+        key = (pl.guid, pl.port)
+        if key not in ports:
+            ports[key] = Port(
+                guid=pl.guid,
+                port=pl.port,
+                port_guid=None if is_switch else pl.guid,
+                lid=pl.lid,
+                state=pl.state,
+                phys_state=pl.phys_state,
+                width=pl.width,
+                speed=pl.speed,
+                could_be_width=pl.could_be_width,
+                could_be_speed=pl.could_be_speed,
+            )
+        if pl.peer_lid is None or pl.peer_port is None:
+            continue
+        peer = pl.peer_guid
+        if peer is None and pl.peer_lid:
+            peer = by_lid.get(pl.peer_lid)
+        if peer is None and pl.peer_desc is not None:
+            peer = by_desc_port.get((pl.peer_desc, pl.peer_port))
+        if peer is None:
+            pending.append(
+                Link(pl.guid, pl.port, f"lid:{pl.peer_lid}", pl.peer_port, pl.width, pl.speed)
+            )
+            continue
+        a, b = (pl.guid, pl.port), (peer, pl.peer_port)
+        if b < a:
+            a, b = b, a
+        link_key = (a[0], a[1], b[0], b[1])
+        if link_key not in links:
+            links[link_key] = Link(a[0], a[1], b[0], b[1], pl.width, pl.speed)
+
+    linked = {(lk[0], lk[1]) for lk in links} | {(lk[2], lk[3]) for lk in links}
+    for link in pending:
+        link_key = (link.a_guid, link.a_port, link.b_guid, link.b_port)
+        if (link.a_guid, link.a_port) not in linked and link_key not in links:
+            links[link_key] = link
+
+    node_list = [
+        Node(guid, info.node_type, info.description, None, info.lid) for guid, info in nodes.items()
+    ]
+    return Topology(node_list, list(ports.values()), list(links.values()))

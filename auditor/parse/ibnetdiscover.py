@@ -1,0 +1,241 @@
+"""Parse `ibnetdiscover` output (default topology form, `-p` ports report, `-l/-S/-H` lists).
+
+The form is detected from the first line that is not blank, a `#` comment or an `-s` progress
+line. Conventions the store relies on:
+
+- Default form: every node carries its real node GUID (`switchguid=` / `caguid=` / `rtguid=`),
+  and CA/router ports carry their own port GUID in `Port.port_guid`.
+- `-p` form: the report prints port GUIDs only. A switch's port GUID is its port-0 GUID, equal to
+  the node GUID on every switch we know of, but a CA's node GUID is not printed at all. CA and
+  router nodes are therefore keyed by their PORT GUID (`Node.guid == Port.guid ==
+  Port.port_guid`), exactly as in `auditor.parse.iblinkinfo`; the store maps port GUID -> node
+  GUID when it has a default-form snapshot. A dual-port HCA becomes two nodes here.
+- `-l` form: nodes only, no ports or links.
+- `Port.port_guid` is None for switch ports (external switch ports have no GUID of their own).
+- `Port.state` is never known (ibnetdiscover does not print it). Width and speed are None for
+  a `-p` port with no peer, because a port that is not up reports stale values (IBTA C14-24.2.1).
+- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port).
+"""
+
+from __future__ import annotations
+
+import re
+
+from auditor.errors import ParseError
+from auditor.models import Link, Node, NodeType, Port, Topology
+from auditor.parse._common import GUID_HEX, SPEEDS, WIDTHS, norm_guid, split_lines
+
+_KIND = "ibnetdiscover"
+
+_NODE_TYPES_DEFAULT = {"Switch": NodeType.SWITCH, "Ca": NodeType.HCA, "Rt": NodeType.ROUTER}
+_NODE_TYPES_PORTS = {"SW": NodeType.SWITCH, "CA": NodeType.HCA, "RT": NodeType.ROUTER}
+_NODE_TYPES_LIST = {"Switch": NodeType.SWITCH, "Ca": NodeType.HCA, "Router": NodeType.ROUTER}
+
+# vendid=, devid=, sysimgguid=, switchguid=0x<node>(<port>), caguid=, rtguid=; with -g a
+# "# Chassis ..." comment may follow.
+_ID_RE = re.compile(
+    r"^(?:vendid|devid|sysimgguid|switchguid|caguid|rtguid)=0x[0-9a-fA-F]+"
+    r"(?:\([0-9a-fA-F]+\))?\s*(?:#.*)?$",
+    re.ASCII,
+)
+_SWITCH_RE = re.compile(
+    r'^Switch\s+(\d{1,3})\s+"S-(' + GUID_HEX + r')"\s*#\s*"(.*)"\s+(?:enhanced|base)\s+'
+    r"port 0 lid (\d{1,5}) lmc \d{1,2}.*$",
+    re.ASCII,
+)
+_CA_RE = re.compile(
+    r'^(Ca|Rt)\s+(\d{1,3})\s+"[HR?]-(' + GUID_HEX + r')"\s*#\s*"(.*)"(?:\s+\(scp\))?\s*$',
+    re.ASCII,
+)
+# Switch port: [7]  "S-<guid>"[4]  # "<desc>" lid 1 4xHDR
+# Switch port to CA: [1]  "H-<node guid>"[1](<port guid>)  # "<desc>" lid 7 4xHDR
+# CA port: [1](<own port guid>)  "S-<guid>"[1]  # lid 7 lmc 0 "<desc>" lid 3 4xHDR
+# -g adds "[ext N]" after port numbers, -f adds " s=.. w=.. v=.." after the width/speed.
+_PORT_RE = re.compile(
+    r"^\[(?P<port>\d{1,3})\](?:\[ext \d{1,3}\])?(?:\((?P<port_guid>" + GUID_HEX + r")\))?\s*"
+    r'"[SHR?]-(?P<peer>' + GUID_HEX + r')"\[(?P<peer_port>\d{1,3})\](?:\[ext \d{1,3}\])?'
+    r"(?:\s*\(" + GUID_HEX + r"\))?\s*#\s*"
+    r'(?:lid (?P<lid>\d{1,5}) lmc \d{1,2}\s+)?".*" lid \d{1,5} (?P<ws>\S+)(?:\s.*)?$',
+    re.ASCII,
+)
+# Lines printed by -g (grouping) and -s (progress, on stdout) that carry nothing we keep.
+_IGNORED_RE = re.compile(r"^(?:DR path |Chassis \d|Hostname: |Non-Chassis Nodes\s*$)", re.ASCII)
+_WIDTH_SPEED_RE = re.compile(r"^(\d{1,2}x)(\w+)$", re.ASCII)
+
+_PORTS_RE = re.compile(
+    r"^(?P<type>SW|CA|RT|\?\?)\s+(?P<lid>\d{1,5})\s+(?P<port>\d{1,3})\s+0x(?P<guid>"
+    + GUID_HEX
+    + r")\s+(?P<width>\S+)\s+(?P<speed>\S+)"
+    r"(?:\s+-\s+(?P<peer_type>SW|CA|RT|\?\?)\s+\d{1,5}\s+(?P<peer_port>\d{1,3})\s+"
+    r"0x(?P<peer>" + GUID_HEX + r")\s+\( '(?P<desc>.*)' - '.*' \)|\s+'(?P<lone_desc>.*)')\s*$",
+    re.ASCII,
+)
+_LIST_RE = re.compile(
+    r"^(Switch|Ca|Router)\s+:\s+0x(" + GUID_HEX + r") ports (\d{1,3}) devid 0x[0-9a-fA-F]+ "
+    r'vendid 0x[0-9a-fA-F]+ "(.*)"\s*$',
+    re.ASCII,
+)
+
+_LinkKey = tuple[str, int, str, int]
+
+
+def parse_ibnetdiscover(text: str) -> Topology:
+    lines = split_lines(text)
+    for line in lines:
+        if not line.strip() or line.startswith("#") or line.startswith("DR path "):
+            continue
+        if _PORTS_RE.match(line):
+            return _parse_ports_report(lines)
+        if _LIST_RE.match(line):
+            return _parse_list(lines)
+        break
+    return _parse_topology(lines)
+
+
+def _width_speed(token: str) -> tuple[str | None, str | None]:
+    m = _WIDTH_SPEED_RE.match(token)
+    if not m:
+        return None, None
+    speed = m.group(2)
+    return WIDTHS.get(m.group(1)), speed if speed in SPEEDS else None
+
+
+def _add_link(
+    links: dict[_LinkKey, Link],
+    a: tuple[str, int],
+    b: tuple[str, int],
+    width: str | None,
+    speed: str | None,
+) -> None:
+    if b < a:
+        a, b = b, a
+    key = (a[0], a[1], b[0], b[1])
+    if key not in links:
+        links[key] = Link(a[0], a[1], b[0], b[1], width, speed)
+
+
+def _no_records() -> ParseError:
+    return ParseError(_KIND, 0, "", "no node records")
+
+
+def _parse_topology(lines: list[str]) -> Topology:
+    nodes: dict[str, Node] = {}
+    ports: dict[tuple[str, int], Port] = {}
+    links: dict[_LinkKey, Link] = {}
+    current: Node | None = None
+
+    for line_no, line in enumerate(lines, 1):
+        if line.startswith("["):
+            m = _PORT_RE.match(line)
+            if not m:
+                raise ParseError(_KIND, line_no, line, "unrecognised port line")
+            if current is None:
+                raise ParseError(_KIND, line_no, line, "port line before any node record")
+            own_pg = m.group("port_guid")
+            is_switch = current.node_type is NodeType.SWITCH
+            if is_switch == (own_pg is not None):
+                raise ParseError(_KIND, line_no, line, "port line does not fit its node type")
+            width, speed = _width_speed(m.group("ws"))
+            port = int(m.group("port"))
+            own_lid = m.group("lid")
+            lid = current.lid if is_switch else (int(own_lid) if own_lid is not None else None)
+            key = (current.guid, port)
+            if key not in ports:
+                ports[key] = Port(
+                    guid=current.guid,
+                    port=port,
+                    port_guid=None if is_switch else norm_guid(own_pg),
+                    lid=lid,
+                    width=width,
+                    speed=speed,
+                )
+            peer = (norm_guid(m.group("peer")), int(m.group("peer_port")))
+            _add_link(links, key, peer, width, speed)
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        if _ID_RE.match(line):
+            current = None  # a new record starts; its Switch/Ca/Rt line follows
+            continue
+        m = _SWITCH_RE.match(line)
+        if m:
+            guid = norm_guid(m.group(2))
+            current = Node(guid, NodeType.SWITCH, m.group(3), int(m.group(1)), int(m.group(4)))
+            nodes.setdefault(guid, current)
+            continue
+        m = _CA_RE.match(line)
+        if m:
+            guid = norm_guid(m.group(3))
+            current = Node(guid, _NODE_TYPES_DEFAULT[m.group(1)], m.group(4), int(m.group(2)))
+            nodes.setdefault(guid, current)
+            continue
+        if _IGNORED_RE.match(line):
+            continue
+        raise ParseError(_KIND, line_no, line, "unrecognised line")
+
+    if not nodes:
+        raise _no_records()
+    return Topology(list(nodes.values()), list(ports.values()), list(links.values()))
+
+
+def _parse_ports_report(lines: list[str]) -> Topology:
+    nodes: dict[str, Node] = {}
+    ports: dict[tuple[str, int], Port] = {}
+    links: dict[_LinkKey, Link] = {}
+
+    for line_no, line in enumerate(lines, 1):
+        m = _PORTS_RE.match(line)
+        if not m:
+            if not line.strip() or line.startswith("#"):
+                continue
+            raise ParseError(_KIND, line_no, line, "unrecognised -p ports line")
+        node_type = _NODE_TYPES_PORTS.get(m.group("type"))
+        if node_type is None:
+            raise ParseError(_KIND, line_no, line, "unknown node type")
+        # For CAs and routers this is the port GUID; see the module docstring.
+        guid = norm_guid(m.group("guid"))
+        is_switch = node_type is NodeType.SWITCH
+        lid = int(m.group("lid"))
+        connected = m.group("peer_type") is not None
+        desc = m.group("desc") if connected else m.group("lone_desc")
+        if guid not in nodes:
+            nodes[guid] = Node(guid, node_type, desc, None, lid if is_switch else None)
+        port = int(m.group("port"))
+        if connected:
+            width = WIDTHS.get(m.group("width"))
+            speed = m.group("speed") if m.group("speed") in SPEEDS else None
+            peer = (norm_guid(m.group("peer")), int(m.group("peer_port")))
+            _add_link(links, (guid, port), peer, width, speed)
+        else:
+            width = speed = None
+        key = (guid, port)
+        if key not in ports:
+            ports[key] = Port(
+                guid=guid,
+                port=port,
+                port_guid=None if is_switch else guid,
+                lid=lid,
+                width=width,
+                speed=speed,
+            )
+
+    if not nodes:
+        raise _no_records()
+    return Topology(list(nodes.values()), list(ports.values()), list(links.values()))
+
+
+def _parse_list(lines: list[str]) -> Topology:
+    nodes: dict[str, Node] = {}
+    for line_no, line in enumerate(lines, 1):
+        m = _LIST_RE.match(line)
+        if not m:
+            if not line.strip() or line.startswith("#"):
+                continue
+            raise ParseError(_KIND, line_no, line, "unrecognised -l list line")
+        guid = norm_guid(m.group(2))
+        nodes.setdefault(
+            guid, Node(guid, _NODE_TYPES_LIST[m.group(1)], m.group(4), int(m.group(3)))
+        )
+    if not nodes:
+        raise _no_records()
+    return Topology(nodes=list(nodes.values()))

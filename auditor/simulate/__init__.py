@@ -1,0 +1,1 @@
+"""Simulated InfiniBand fabrics (ibsim) on which the real infiniband-diags tools can run."""

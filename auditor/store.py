@@ -1,0 +1,234 @@
+"""The DuckDB store: the only module that talks to DuckDB.
+
+Every statement lives in queries/<name>.sql. Times are stored as naive UTC timestamps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from auditor import sql
+from auditor.errors import AuditorError
+from auditor.models import Fabric, FabricNode, Link, NodeType, Port
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMeta:
+    kind: str
+    path: str
+    sha256: str
+    origin: str
+    observed_at: datetime
+    explicit_at: bool
+    lines_total: int
+    lines_unparsed: int
+    records: int
+
+
+def utc_naive(moment: datetime) -> datetime:
+    """The store's time form: UTC without tzinfo."""
+    if moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+class Store:
+    """One DuckDB file. Open it, use it, close it (or use it as a context manager)."""
+
+    def __init__(self, path: Path | str, read_only: bool = False) -> None:
+        self.path = Path(path)
+        if read_only and not self.path.exists():
+            raise AuditorError(f"{self.path}: no such database (run 'auditor ingest' first)")
+        try:
+            self._con = duckdb.connect(str(self.path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise AuditorError(f"{self.path}: cannot open database: {exc}") from exc
+        if not read_only:
+            self._migrate()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._con.close()
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        row = self._con.execute(
+            "select count(*) from information_schema.tables where table_name = 'schema_version'"
+        ).fetchone()
+        if not row or not row[0]:
+            return 0
+        ver = self._con.execute("select max(version) from schema_version").fetchone()
+        return int(ver[0]) if ver and ver[0] is not None else 0
+
+    def _migrate(self) -> None:
+        current = self.schema_version()
+        steps: list[tuple[int, str]] = []
+        if current < 1:
+            steps.append((1, "schema"))
+        steps.extend((v, name) for v, name in sql.migrations() if v > current)
+        for version, name in steps:
+            with self.transaction():
+                self._con.execute(sql.load(name))
+                self._con.execute(
+                    "insert into schema_version values ($v, $at)",
+                    {"v": version, "at": utc_naive(datetime.now(UTC))},
+                )
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing: everything written inside is kept only if the block finishes."""
+        self._con.execute("begin transaction")
+        try:
+            yield
+        except BaseException:
+            self._con.execute("rollback")
+            raise
+        self._con.execute("commit")
+
+    def run(self, query: str, /, **params: Any) -> list[tuple[Any, ...]]:
+        """Run queries/<name>.sql with DuckDB named parameters and return all rows."""
+        return self._con.execute(sql.load(query), params).fetchall()
+
+    def run_dicts(self, query: str, /, **params: Any) -> list[dict[str, Any]]:
+        cur = self._con.execute(sql.load(query), params)
+        cols = [d[0] for d in cur.description or []]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    # -- sources ------------------------------------------------------------------------------
+
+    def find_source(self, sha256: str, observed_at: datetime, explicit_at: bool) -> int | None:
+        rows = self.run(
+            "source_find",
+            sha256=sha256,
+            explicit_at=explicit_at,
+            observed_at=utc_naive(observed_at),
+        )
+        return int(rows[0][0]) if rows else None
+
+    def add_source(self, meta: SourceMeta) -> int:
+        rows = self.run(
+            "source_insert",
+            kind=meta.kind,
+            path=meta.path,
+            sha256=meta.sha256,
+            origin=meta.origin,
+            observed_at=utc_naive(meta.observed_at),
+            explicit_at=meta.explicit_at,
+            ingested_at=utc_naive(datetime.now(UTC)),
+            lines_total=meta.lines_total,
+            lines_unparsed=meta.lines_unparsed,
+            records=meta.records,
+        )
+        return int(rows[0][0])
+
+    def sources(self) -> list[dict[str, Any]]:
+        return self.run_dicts("sources_list")
+
+    # -- topology -----------------------------------------------------------------------------
+
+    def add_nodes(self, source_id: int, seen_at: datetime, nodes: Sequence[FabricNode]) -> None:
+        if not nodes:
+            return
+        self.run(
+            "nodes_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            guid=[n.guid for n in nodes],
+            node_type=[str(n.node_type) for n in nodes],
+            description=[n.description for n in nodes],
+            name=[n.name for n in nodes],
+            model=[n.model for n in nodes],
+            device=[n.device for n in nodes],
+            num_ports=[None for _ in nodes],
+            lid=[n.lid for n in nodes],
+        )
+
+    def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
+        if not ports:
+            return
+        self.run(
+            "ports_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            guid=[p.guid for p in ports],
+            port=[p.port for p in ports],
+            port_guid=[p.port_guid for p in ports],
+            lid=[p.lid for p in ports],
+            state=[p.state for p in ports],
+            phys_state=[p.phys_state for p in ports],
+            width=[p.width for p in ports],
+            speed=[p.speed for p in ports],
+            could_be_width=[p.could_be_width for p in ports],
+            could_be_speed=[p.could_be_speed for p in ports],
+        )
+
+    def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
+        if not links:
+            return
+        self.run(
+            "links_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            a_guid=[lk.a_guid for lk in links],
+            a_port=[lk.a_port for lk in links],
+            b_guid=[lk.b_guid for lk in links],
+            b_port=[lk.b_port for lk in links],
+            width=[lk.width for lk in links],
+            speed=[lk.speed for lk in links],
+        )
+
+    def add_counters(
+        self,
+        source_id: int,
+        seen_at: datetime,
+        rows: Sequence[tuple[str, int | None, str, int]],
+    ) -> None:
+        """rows: (node GUID, port or None for the switch aggregate, counter name, value)."""
+        if not rows:
+            return
+        self.run(
+            "counters_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            guid=[r[0] for r in rows],
+            port=[r[1] for r in rows],
+            counter=[r[2] for r in rows],
+            value=[r[3] for r in rows],
+        )
+
+    def snapshot_times(self, at: datetime, limit: int = 2) -> list[datetime]:
+        """Times of the newest topology snapshots at or before `at`, newest first."""
+        return [r[0] for r in self.run("snapshot_times", at=utc_naive(at), limit=limit)]
+
+    def port_identity(self, at: datetime) -> list[tuple[str | None, int | None, str, int]]:
+        """(port GUID, LID, node GUID, port) known from the newest topology at or before `at`."""
+        return [
+            (r[0], r[1], r[2], r[3]) for r in self.run("port_identity", at=utc_naive(at))
+        ]
+
+    def fabric(self, seen_at: datetime) -> Fabric:
+        """The fabric exactly as the snapshot taken at `seen_at` saw it."""
+        at = utc_naive(seen_at)
+        fab = Fabric(seen_at=at)
+        for guid, ntype, desc, name, model, device, lid in self.run("fabric_nodes", seen_at=at):
+            fab.nodes[guid] = FabricNode(guid, NodeType(ntype), desc, name, model, device, lid)
+        for row in self.run("fabric_ports", seen_at=at):
+            port = Port(*row)
+            fab.ports[(port.guid, port.port)] = port
+        fab.links = [Link(*row) for row in self.run("fabric_links", seen_at=at)]
+        return fab

@@ -1,0 +1,69 @@
+"""A sweep: run the read-only fabric commands, keep the raw captures for replay, ingest them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from auditor.collect.runner import CommandResult, Runner, save_capture
+from auditor.config import Settings
+from auditor.errors import CollectError
+from auditor.ingest import IngestResult, ingest_files
+from auditor.store import Store
+
+
+@dataclass(slots=True)
+class SweepResult:
+    at: datetime
+    folder: Path
+    where: str
+    commands: list[dict[str, object]] = field(default_factory=list)
+    ingested: list[IngestResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[dict[str, object]]:
+        return [c for c in self.commands if c["status"] != "ok"]
+
+
+def _ok(name: str, result: CommandResult) -> bool:
+    # ibqueryerrors exits 1 when it found errors; that is a successful read. Without an SA to
+    # ask (no --skip-sl and no SM daemon) it prints nothing and still exits 0: a failure.
+    codes = (0, 1) if name == "ibqueryerrors" else (0,)
+    return result.exit_code in codes and bool(result.stdout.strip())
+
+
+def plan(settings: Settings) -> list[tuple[str, list[str]]]:
+    s = settings.sweep
+    return [
+        ("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args]),
+        ("iblinkinfo", ["iblinkinfo", *s.iblinkinfo_args]),
+        ("ibqueryerrors", ["ibqueryerrors", *s.ibqueryerrors_args]),
+    ]
+
+
+def sweep(store: Store, settings: Settings, runner: Runner,
+          at: datetime | None = None, node_names: dict[str, str] | None = None) -> SweepResult:
+    """Run every command of the plan; a failing command is recorded and the rest go on."""
+    moment = at or datetime.now(UTC)
+    folder = settings.captures_dir / moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    result = SweepResult(moment, folder, runner.where)
+    files: list[Path] = []
+    for name, argv in plan(settings):
+        try:
+            out = runner.run(argv)
+        except CollectError as exc:
+            result.commands.append({"command": name, "status": "failed", "detail": str(exc)})
+            continue
+        path = save_capture(folder, name, out)
+        if _ok(name, out):
+            files.append(path)
+            result.commands.append({"command": name, "status": "ok", "detail": str(path)})
+        else:
+            first = (out.stderr.strip().splitlines() or ["no output"])[0][:200]
+            result.commands.append({"command": name, "status": "failed",
+                                    "detail": f"exit {out.exit_code}: {first}"})
+    if files:
+        result.ingested = ingest_files(store, files, at=moment, origin=runner.where,
+                                       node_names=node_names)
+    return result

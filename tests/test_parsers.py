@@ -1,0 +1,350 @@
+"""Fixture, error and fuzz tests for the pure parsers in auditor/parse.
+
+Every `tests/fixtures/<module>/<case>.txt` is run through that module's parser and compared with
+the hand-reviewed `<case>.json` next to it. Topologies are compared through a summary (counts,
+unlinked ports, slow links) plus `sample_*` records that must appear verbatim in the output;
+counter samples and name maps are compared in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pkgutil
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import auditor.parse
+from auditor.errors import ParseError
+from auditor.models import CounterSample, NodeType, Topology
+from auditor.parse.iblinkinfo import parse_iblinkinfo
+from auditor.parse.ibnetdiscover import parse_ibnetdiscover
+from auditor.parse.ibqueryerrors import parse_ibqueryerrors
+from auditor.parse.nodedesc import NodeName, describe, parse_node_name_map
+from auditor.parse.perfquery import parse_perfquery
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "ibnetdiscover": parse_ibnetdiscover,
+    "iblinkinfo": parse_iblinkinfo,
+    "perfquery": parse_perfquery,
+    "ibqueryerrors": parse_ibqueryerrors,
+    "nodedesc": parse_node_name_map,
+}
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*/*.txt"))
+
+
+def _record(obj: Any) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(obj)))
+    return record
+
+
+def _end(guid: str, port: int) -> str:
+    return f"{guid}:{port}"
+
+
+def summarise_topology(topo: Topology) -> dict[str, Any]:
+    types = Counter(n.node_type for n in topo.nodes)
+    linked = {(lk.a_guid, lk.a_port) for lk in topo.links}
+    linked |= {(lk.b_guid, lk.b_port) for lk in topo.links}
+    return {
+        "nodes": len(topo.nodes),
+        "switches": types[NodeType.SWITCH],
+        "hcas": types[NodeType.HCA],
+        "routers": types[NodeType.ROUTER],
+        "ports": len(topo.ports),
+        "links": len(topo.links),
+        "lid_placeholder_links": sum(lk.b_guid.startswith("lid:") for lk in topo.links),
+        "port_states": dict(
+            sorted(Counter(f"{p.state}/{p.phys_state}" for p in topo.ports).items())
+        ),
+        "unlinked_ports": sorted(
+            _end(p.guid, p.port) for p in topo.ports if (p.guid, p.port) not in linked
+        ),
+        "slow_links": sorted(
+            f"{_end(lk.a_guid, lk.a_port)} {_end(lk.b_guid, lk.b_port)} {lk.width} {lk.speed}"
+            for lk in topo.links
+            if (lk.width, lk.speed) != ("4X", "HDR")
+        ),
+    }
+
+
+def check_topology_invariants(topo: Topology) -> None:
+    guids = {n.guid for n in topo.nodes}
+    assert len(guids) == len(topo.nodes), "duplicate node"
+    assert len({(p.guid, p.port) for p in topo.ports}) == len(topo.ports), "duplicate port"
+    assert all(p.guid in guids for p in topo.ports), "port of an unknown node"
+    ends = [(lk.a_guid, lk.a_port, lk.b_guid, lk.b_port) for lk in topo.links]
+    assert len(set(ends)) == len(ends), "duplicate link"
+    assert all((a, ap) < (b, bp) for a, ap, b, bp in ends), "link not in canonical order"
+    for guid in guids | {p.port_guid for p in topo.ports if p.port_guid}:
+        assert guid.startswith("0x") and len(guid) == 18 and guid == guid.lower(), guid
+
+
+@pytest.mark.parametrize(
+    "path", FIXTURE_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURE_FILES]
+)
+def test_fixture(path: Path) -> None:
+    expected = json.loads(path.with_suffix(".json").read_text())
+    result = PARSERS[path.parent.name](path.read_text())
+    if isinstance(result, Topology):
+        check_topology_invariants(result)
+        samples = {
+            "sample_nodes": [_record(n) for n in result.nodes],
+            "sample_ports": [_record(p) for p in result.ports],
+            "sample_links": [_record(lk) for lk in result.links],
+        }
+        for key, records in samples.items():
+            for wanted in expected.pop(key, []):
+                assert wanted in records, f"{key}: {wanted} not in the output"
+        assert summarise_topology(result) == expected
+    elif isinstance(result, list):
+        assert all(isinstance(s, CounterSample) for s in result)
+        assert [_record(s) for s in result] == expected
+    else:
+        assert result == expected
+
+
+def test_every_parser_module_has_fixtures() -> None:
+    modules = [
+        m.name for m in pkgutil.iter_modules(auditor.parse.__path__) if not m.name.startswith("_")
+    ]
+    assert sorted(modules) == sorted(PARSERS), "register new parser modules in PARSERS"
+    for name in modules:
+        cases = sorted((FIXTURES / name).glob("*.txt"))
+        assert cases, f"auditor/parse/{name}.py has no fixtures in tests/fixtures/{name}/"
+        for case in cases:
+            assert case.with_suffix(".json").is_file(), f"{case} has no expected .json"
+
+
+@pytest.mark.parametrize(
+    ("desc", "expected"),
+    [
+        ("MF0;leaf04:MQM8700/U1", NodeName("leaf04", model="MQM8700")),
+        ("MF0;ib-core-2:MQM9790/U2", NodeName("ib-core-2", model="MQM9790")),
+        ("MF0;sw-ib01:MSB7800", NodeName("sw-ib01", model="MSB7800")),
+        ("gpu-node-08 mlx5_0", NodeName("gpu-node-08", device="mlx5_0")),
+        ("node01 mlx4_1", NodeName("node01", device="mlx4_1")),
+        ("cn042 hfi1_0", NodeName("cn042", device="hfi1_0")),
+        ("login1 ibp65s0", NodeName("login1", device="ibp65s0")),
+        ("Quantum Mellanox Technologies", NodeName("Quantum Mellanox Technologies")),
+        (
+            "MT4123 ConnectX6   Mellanox Technologies",
+            NodeName("MT4123 ConnectX6   Mellanox Technologies"),
+        ),
+        ("", NodeName("")),
+    ],
+)
+def test_describe(desc: str, expected: NodeName) -> None:
+    assert describe(desc) == expected
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        *(
+            (kind, text)
+            for kind in ("ibnetdiscover", "iblinkinfo", "perfquery")
+            for text in ("", "\n\n")
+        ),
+        ("ibnetdiscover", "#\n# Topology file: generated on Mon Nov 30 06:40:37 2026\n#\n"),
+        ("ibnetdiscover", "DR path slid 0; dlid 0; 0 -> new Channel Adapter {1070fd0300000100}\n"),
+    ],
+)
+def test_empty_input_is_an_error(kind: str, text: str) -> None:
+    with pytest.raises(ParseError) as err:
+        PARSERS[kind](text)
+    assert err.value.kind == kind
+    assert err.value.line_no == 0
+
+
+def test_empty_ibqueryerrors_and_name_map_are_valid() -> None:
+    assert parse_ibqueryerrors("") == []
+    assert parse_node_name_map("") == {}
+
+
+def _last_record_line(text: str) -> int:
+    lines = text.split("\n")
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index]
+        if line.strip() and not line.startswith("#"):
+            return index
+    raise AssertionError("no record line")
+
+
+TRUNCATABLE = [
+    "ibnetdiscover/ibsim_fattree_small",
+    "ibnetdiscover/ibsim_p_degraded",
+    "ibnetdiscover/ibsim_l_list",
+    "iblinkinfo/ibsim_fattree_small",
+    "iblinkinfo/ibsim_line",
+    "iblinkinfo/fdr10_armed_dual_port_hca",
+    "perfquery/ibsim_basic",
+    "ibqueryerrors/ibsim_after_errors",
+    "nodedesc/node_name_map",
+]
+
+
+@pytest.mark.parametrize("case", TRUNCATABLE)
+def test_truncated_last_line(case: str) -> None:
+    kind = case.split("/")[0]
+    lines = (FIXTURES / f"{case}.txt").read_text().split("\n")
+    index = _last_record_line("\n".join(lines))
+    if lines[index].startswith("##"):  # ibqueryerrors: cut the last port line instead
+        index = max(i for i, line in enumerate(lines) if "GUID 0x" in line)
+    cut = lines[index]
+    cut = cut[: cut.index('"') + 3] if kind == "nodedesc" else cut[: len(cut) // 2]
+    text = "\n".join([*lines[:index], cut])
+    with pytest.raises(ParseError) as err:
+        PARSERS[kind](text)
+    assert err.value.line_no == index + 1
+    assert err.value.line == cut
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+def test_binary_garbage(kind: str) -> None:
+    garbage = bytes(range(256)).decode("latin-1") * 3
+    with pytest.raises(ParseError) as err:
+        PARSERS[kind](garbage)
+    assert err.value.line_no == 1
+
+
+@pytest.mark.parametrize(
+    ("fixture", "kind", "line_no"),
+    [
+        ("perfquery/ibsim_basic", "iblinkinfo", 1),
+        ("perfquery/ibsim_basic", "ibqueryerrors", 1),
+        ("perfquery/ibsim_basic", "nodedesc", 2),  # '#' is a comment in a name map
+        ("perfquery/ibsim_basic", "ibnetdiscover", 2),  # ... and in ibnetdiscover output
+        ("ibnetdiscover/ibsim_fattree_small", "iblinkinfo", 1),
+        ("ibnetdiscover/ibsim_fattree_small", "perfquery", 1),
+        ("iblinkinfo/ibsim_fattree_small", "ibnetdiscover", 1),
+        ("iblinkinfo/ibsim_line", "ibnetdiscover", 1),
+        ("iblinkinfo/ibsim_fattree_small", "perfquery", 1),
+        ("ibqueryerrors/ibsim_after_errors", "iblinkinfo", 1),
+        ("ibnetdiscover/ibsim_p_ports", "iblinkinfo", 1),
+    ],
+)
+def test_wrong_kind(fixture: str, kind: str, line_no: int) -> None:
+    text = (FIXTURES / f"{fixture}.txt").read_text()
+    with pytest.raises(ParseError) as err:
+        PARSERS[kind](text)
+    expected_kind = "node-name-map" if kind == "nodedesc" else kind
+    assert (err.value.kind, err.value.line_no) == (expected_kind, line_no)
+    assert err.value.line == text.split("\n")[line_no - 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('0xzz "name"', "expected 0x<GUID>"),
+        ('0x12 "unterminated', "unterminated"),
+        ("0x12", "no name"),
+        ('0x12 "a"\n0x0012 "b"', "already mapped"),
+        ('0x12345678901234567 "too long"', "expected 0x<GUID>"),
+    ],
+)
+def test_bad_node_name_map(text: str, reason: str) -> None:
+    with pytest.raises(ParseError, match=reason):
+        parse_node_name_map(text)
+
+
+def test_crlf_line_endings() -> None:
+    text = (FIXTURES / "iblinkinfo/ibsim_link_down.txt").read_text()
+    plain = parse_iblinkinfo(text)
+    assert parse_iblinkinfo(text.replace("\n", "\r\n")) == plain
+
+
+def test_lid_placeholder_dropped_when_far_end_reports_the_link() -> None:
+    # leaf02 port 1 names its peer by LID 9, which appears nowhere: a placeholder. The CA's own
+    # line then names leaf02 by LID 4, which resolves, so the placeholder must go.
+    text = (
+        "Switch: 0xb8599f0300bb0002 MF0;leaf02:MQM8700/U1:\n"
+        "           4    1[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>       9    1[  ] "
+        '"gpu-node-03 mlx5_0" (Could be 12X )\n'
+    )
+    only_switch = parse_iblinkinfo(text)
+    assert [(lk.b_guid, lk.b_port) for lk in only_switch.links] == [("lid:9", 1)]
+    both = parse_iblinkinfo(
+        text + "CA: gpu-node-03 mlx5_0:\n"
+        "      0x1070fd0300000301      0    1[  ] ==( 4X        53.125 Gbps Active/  LinkUp)==>"
+        '       4    1[  ] "MF0;leaf02:MQM8700/U1" (Could be 12X )\n'
+    )
+    assert [(lk.a_guid, lk.b_guid) for lk in both.links] == [
+        ("0x1070fd0300000301", "0xb8599f0300bb0002")
+    ]
+
+
+def test_lid_zero_fabric_resolves_peers_by_description() -> None:
+    # Before an SM has run every LID is 0, so the far end can only be found by description.
+    link = "==( 4X        53.125 Gbps Initialize/  LinkUp)==>"
+    topo = parse_iblinkinfo(
+        "CA: gpu-node-03 mlx5_0:\n"
+        f"      0x1070fd0300000301      0    1[  ] {link}       0    1[  ] "
+        '"MF0;leaf02:MQM8700/U1" (Could be 12X )\n'
+        "Switch: 0xb8599f0300bb0002 MF0;leaf02:MQM8700/U1:\n"
+        f'           0    1[  ] {link}       0    1[  ] "gpu-node-03 mlx5_0" (Could be 12X )\n'
+    )
+    assert [(lk.a_guid, lk.a_port, lk.b_guid, lk.b_port) for lk in topo.links] == [
+        ("0x1070fd0300000301", 1, "0xb8599f0300bb0002", 1)
+    ]
+
+
+def test_line_form_single_down_switch_port_is_a_switch() -> None:
+    topo = parse_iblinkinfo(
+        '0xb8599f0300bb0002 "         MF0;leaf02:MQM8700/U1"      4    7[  ] '
+        '==(                Down/ Polling)==>             [  ] "" ( )\n'
+    )
+    assert [(n.node_type, n.description, n.lid) for n in topo.nodes] == [
+        (NodeType.SWITCH, "MF0;leaf02:MQM8700/U1", 4)
+    ]
+    assert topo.links == []
+
+
+# --- fuzzing --------------------------------------------------------------------------------
+
+_FIXTURE_LINES = sorted({line for path in FIXTURE_FILES for line in path.read_text().split("\n")})
+
+
+@st.composite
+def _near_miss_line(draw: st.DrawFn) -> str:
+    line = draw(st.sampled_from(_FIXTURE_LINES))
+    action = draw(st.sampled_from(["keep", "cut", "insert", "digits"]))
+    if action == "keep" or not line:
+        return line
+    pos = draw(st.integers(0, len(line)))
+    if action == "cut":
+        return line[:pos]
+    if action == "insert":
+        return line[:pos] + draw(st.text(max_size=3)) + line[pos:]
+    return line[:pos] + "9" * draw(st.integers(1, 30)) + line[pos:]
+
+
+_near_miss_text = st.lists(_near_miss_line(), max_size=30).map("\n".join)
+
+
+@pytest.mark.parametrize("kind", sorted(PARSERS))
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=st.one_of(st.text(), _near_miss_text))
+def test_fuzz_only_parse_errors(kind: str, text: str) -> None:
+    error: ParseError | None = None
+    try:
+        result = PARSERS[kind](text)
+    except ParseError as exc:
+        error = exc
+    if error is not None:
+        assert error.kind in {kind, "node-name-map"}
+        assert 0 <= error.line_no <= text.count("\n") + 1
+    elif isinstance(result, Topology):
+        check_topology_invariants(result)
