@@ -44,6 +44,7 @@ class SweepSettings:
     password: Secret | None = None
     known_hosts: Path | None = None
     timeout_s: float = 300.0
+    remote_dir: str | None = None  # working directory for the tools on the management host
     env: dict[str, str] = field(default_factory=dict)
     ibnetdiscover_args: tuple[str, ...] = ()
     iblinkinfo_args: tuple[str, ...] = ()
@@ -100,6 +101,7 @@ _KNOWN = {
     "store": {"db", "captures"},
     "topology": {"node_name_map"},
     "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
+              "remote_dir",
               "ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args"},
 }
 
@@ -137,6 +139,7 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         password=_secret(sw, "password", "sweep"),
         known_hosts=_path(_get(sw, "known_hosts", str, "sweep"), base),
         timeout_s=float(_get(sw, "timeout_s", (int, float), "sweep") or 300.0),
+        remote_dir=_get(sw, "remote_dir", str, "sweep"),
         env=dict(env),
         ibnetdiscover_args=_args(sw, "ibnetdiscover_args", "sweep"),
         iblinkinfo_args=_args(sw, "iblinkinfo_args", "sweep"),

@@ -104,6 +104,8 @@ class SshRunner:
         check(argv)
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self._settings.env.items()))
         command = (f"env {env} " if env else "") + shlex.join(argv)
+        if self._settings.remote_dir:
+            command = f"cd {shlex.quote(self._settings.remote_dir)} && {command}"
         try:
             _, stdout, stderr = self._client.exec_command(
                 command, timeout=self._settings.timeout_s
