@@ -7,6 +7,7 @@ speeds are the IBTA names "SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "ND
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -91,3 +92,28 @@ class Fabric:
     nodes: dict[str, FabricNode] = field(default_factory=dict)
     ports: dict[tuple[str, int], Port] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class PortEvent:
+    """One port state change (or port-level alarm) read from a log line, a poll or a counter.
+
+    `device` and `port_name` are what the source printed (a switch hostname and `IB1/17`, a
+    host and `mlx5_0/1`); `guid`/`port` are filled when the source names them itself (UFM,
+    opensm) and otherwise resolved against the fabric graph at ingest. Times are aware (UTC).
+    """
+
+    at: datetime
+    state: str  # "down", "up", or an alarm: "unhealthy", "switch_down", "switch_up", ...
+    device: str | None = None
+    port_name: str | None = None
+    guid: str | None = None
+    port: int | None = None
+    peer_device: str | None = None
+    peer_port_name: str | None = None
+    peer_guid: str | None = None
+    peer_port: int | None = None
+    cable_serial: str | None = None
+    code: str | None = None  # the source's own event id (UFM 329, IB event 10, ...)
+    line_no: int = 0
+    message: str = ""

@@ -1,0 +1,277 @@
+"""Collect IB port state and transceiver inventory from Onyx / MLNX-OS switches over SSH (netmiko).
+
+Host keys are checked against known_hosts and never added: netmiko runs with ssh_strict=True
+(paramiko RejectPolicy), so an unknown or changed key ends the connection before any password is
+sent. Only the read-only commands in `check_command` are ever sent by this module; the session
+set-up netmiko itself sends (`enable`, `no cli session paging enable`, `terminal width 511`,
+`exit`) changes the CLI session only, never the switch configuration.
+
+One switch's failure is a status in its SwitchCollection, never an exception, so a sweep of many
+switches always returns one result per switch.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import paramiko
+from netmiko import ConnectHandler
+from netmiko.exceptions import (
+    NetmikoAuthenticationException,
+    NetmikoBaseException,
+    NetmikoTimeoutException,
+    ReadTimeout,
+)
+
+from auditor.config import Secret
+from auditor.errors import AuditorError, CollectError, ParseError
+from auditor.parse.onyx import (
+    IbInterface,
+    Transceiver,
+    parse_interfaces_ib_status,
+    parse_transceivers,
+)
+
+log = logging.getLogger(__name__)
+
+Status = Literal["ok", "timeout", "auth_failed", "host_key_mismatch", "parse_failed", "error"]
+
+SHOW_VERSION = "show version"
+SHOW_IB_STATUS = "show interfaces ib status"
+_FIXED = frozenset({SHOW_VERSION, SHOW_IB_STATUS})
+# The per-port form is the one the MLNX-OS manual documents ("show interfaces ib 1/36
+# transceiver"); an all-ports form is not documented for IB, so we ask port by port.
+_XCVR_RE = re.compile(r"show interfaces ib (\d{1,2}(?:/\d{1,3}){1,3}) transceiver", re.ASCII)
+
+
+def check_command(command: str) -> str:
+    """Return `command` if it is on the read-only allowlist, else raise CollectError.
+
+    Exact matches only: no pipes (`| json-print`, `| include`), no `;`, no abbreviations.
+    """
+    if command in _FIXED or _XCVR_RE.fullmatch(command):
+        return command
+    raise CollectError(f"{command!r}: not on the read-only Onyx command allowlist")
+
+
+def transceiver_command(port: str) -> str:
+    """`IB1/17` -> `show interfaces ib 1/17 transceiver` (validated)."""
+    return check_command(f"show interfaces ib {port.removeprefix('IB')} transceiver")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchSsh:
+    name: str
+    host: str
+    port: int = 22
+    user: str
+    password: Secret | None = None
+    key_file: Path | None = None
+    known_hosts: Path | None = None  # None: the user's ~/.ssh/known_hosts
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchCollection:
+    name: str
+    status: Status
+    detail: str = ""
+    interfaces: tuple[IbInterface, ...] = ()
+    transceivers: tuple[Transceiver, ...] = ()
+    raw: dict[str, str] = field(default_factory=dict)  # command -> output, for captures
+
+
+class _StopError(Exception):
+    """Internal: carries a status and a credential-free message out of the session code."""
+
+    def __init__(self, status: Status, detail: str) -> None:
+        super().__init__(detail)
+        self.status: Status = status
+        self.detail = detail
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """The exception and its causes/contexts: netmiko re-raises paramiko and socket errors as
+    NetmikoTimeoutException inside its except blocks, so the real reason is in __context__."""
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def _classify_connect(exc: NetmikoTimeoutException, sw: SwitchSsh) -> _StopError:
+    where = f"{sw.host}:{sw.port}"
+    keys = str(sw.known_hosts) if sw.known_hosts else "~/.ssh/known_hosts"
+    for err in _chain(exc):
+        if isinstance(err, paramiko.BadHostKeyException):
+            return _StopError("host_key_mismatch", f"{where}: host key does not match {keys}; "
+                              "refusing to connect (key changed or wrong host)")
+        # paramiko's RejectPolicy: "Server '[host]:port' not found in known_hosts".
+        if isinstance(err, paramiko.SSHException) and "not found in known_hosts" in str(err):
+            return _StopError("host_key_mismatch", f"{where}: host key not in {keys}; refusing to "
+                              "connect (verify the fingerprint, then add it; never added "
+                              "automatically)")
+        # paramiko wraps per-address socket errors in NoValidConnectionsError (.errors).
+        reasons = [err, *getattr(err, "errors", {}).values()]
+        if any(isinstance(r, ConnectionRefusedError) for r in reasons):
+            return _StopError("error", f"{where}: connection refused")
+        if isinstance(err, (TimeoutError, socket.timeout)):
+            return _StopError("timeout", f"{where}: no answer within {sw.timeout_s:g} s")
+        if isinstance(err, OSError) and not isinstance(err, paramiko.SSHException):
+            return _StopError("error", f"{where}: cannot connect: {err.strerror or err}")
+    # Banner or key-exchange timeouts: paramiko says "Error reading SSH protocol banner".
+    return _StopError("timeout", f"{where}: SSH handshake did not complete within "
+                      f"{sw.timeout_s:g} s")
+
+
+def _load_key(sw: SwitchSsh) -> Any:
+    if sw.key_file is None:
+        return None
+    try:
+        return paramiko.PKey.from_path(sw.key_file)
+    except (OSError, paramiko.SSHException) as exc:
+        # Passphrase-protected keys land here too: there is no passphrase setting (yet).
+        raise _StopError("error", f"{sw.name}: cannot load key_file {sw.key_file}: "
+                         f"{type(exc).__name__}") from None
+
+
+def _connect_args(sw: SwitchSsh, password: str | None) -> dict[str, Any]:
+    t = sw.timeout_s
+    return {
+        "device_type": "mellanox_mlnxos",
+        "host": sw.host,
+        "port": sw.port,
+        "username": sw.user,
+        "password": password or "",
+        # The key goes in as a loaded pkey: netmiko's use_keys would also turn on paramiko's
+        # look_for_keys and offer every ~/.ssh/id_* of the auditor's user to each switch.
+        "pkey": _load_key(sw),
+        "use_keys": False,
+        "allow_agent": False,
+        # RejectPolicy; known_hosts is loaded read-only and never saved back.
+        "ssh_strict": True,
+        "system_host_keys": sw.known_hosts is None,
+        "alt_host_keys": sw.known_hosts is not None,
+        "alt_key_file": str(sw.known_hosts) if sw.known_hosts else "",
+        "conn_timeout": t,
+        "banner_timeout": t,
+        "auth_timeout": t,
+        "blocking_timeout": t,
+        "timeout": t,
+    }
+
+
+def _run(conn: Any, command: str, sw: SwitchSsh, raw: dict[str, str]) -> str:
+    check_command(command)
+    try:
+        out = conn.send_command(command, read_timeout=sw.timeout_s)
+    except ReadTimeout:
+        raise _StopError("timeout", f"{sw.host}: no prompt after {command!r} within "
+                         f"{sw.timeout_s:g} s") from None
+    text = out if isinstance(out, str) else str(out)
+    raw[command] = text
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    # Onyx answers an unknown or disallowed command with "% Unrecognized command ..." and
+    # a prompt, not an SSH error; this firmware cannot give us that data.
+    if first.startswith("%"):
+        raise _StopError("error", f"{sw.host}: switch rejected {command!r}: {first[:120]}")
+    return text
+
+
+def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> SwitchCollection:
+    try:
+        conn = ConnectHandler(**_connect_args(sw, password))
+    except NetmikoAuthenticationException:
+        raise _StopError("auth_failed", f"{sw.host}:{sw.port}: authentication failed for user "
+                         f"{sw.user!r}") from None
+    except NetmikoTimeoutException as exc:
+        raise _classify_connect(exc, sw) from None
+    except ReadTimeout:
+        # Logged in, but no prompt netmiko recognises (not an Onyx CLI, or a hung one).
+        raise _StopError("timeout", f"{sw.host}:{sw.port}: no CLI prompt within "
+                         f"{sw.timeout_s:g} s after login") from None
+    interfaces: list[IbInterface] = []
+    transceivers: list[Transceiver] = []
+    try:
+        conn.enable()
+        _run(conn, SHOW_VERSION, sw, raw)
+        current = SHOW_IB_STATUS
+        try:
+            interfaces = parse_interfaces_ib_status(_run(conn, current, sw, raw))
+            for iface in interfaces:
+                cmd = transceiver_command(iface.port)
+                current = cmd
+                found = parse_transceivers(_run(conn, cmd, sw, raw))
+                # The reply's header names the module cage; a split port (1/1/2) may be
+                # reported under its cage (Slot 1 port 1). Keep the port we asked about so
+                # every status row has its transceiver row.
+                if len(found) == 1 and found[0].port != iface.port:
+                    found = [replace(found[0], port=iface.port)]
+                transceivers.extend(found)
+        except ParseError as exc:
+            err = exc.with_source(f"{sw.name}:{current}")
+            return SwitchCollection(sw.name, "parse_failed", str(err), tuple(interfaces),
+                                    tuple(transceivers), raw)
+    finally:
+        conn.disconnect()
+    return SwitchCollection(sw.name, "ok", f"{len(interfaces)} IB ports, "
+                            f"{sum(t.present for t in transceivers)} modules",
+                            tuple(interfaces), tuple(transceivers), raw)
+
+
+def _redact(text: str, password: str | None) -> str:
+    return text.replace(password, "***") if password else text
+
+
+def collect_switch(sw: SwitchSsh) -> SwitchCollection:
+    """Connect, read port status and every port's transceiver, disconnect. Never raises."""
+    raw: dict[str, str] = {}
+    password: str | None = None
+    try:
+        if sw.password is None and sw.key_file is None:
+            raise _StopError("error", f"{sw.name}: neither password nor key_file is set")
+        if sw.known_hosts is not None and not sw.known_hosts.is_file():
+            raise _StopError("error", f"{sw.name}: known_hosts {sw.known_hosts} does not exist")
+        password = sw.password.value() if sw.password else None
+        result = _session(sw, password, raw)
+    except _StopError as exc:
+        result = SwitchCollection(sw.name, exc.status, exc.detail, raw=raw)
+    except AuditorError as exc:  # CollectError from the allowlist, ConfigError from a secret
+        result = SwitchCollection(sw.name, "error", str(exc), raw=raw)
+    except (NetmikoBaseException, paramiko.SSHException, OSError, EOFError, ValueError) as exc:
+        # Session dropped mid-command, or netmiko's "Failed to enter enable mode".
+        result = SwitchCollection(sw.name, "error", f"{sw.host}: {type(exc).__name__}: {exc}",
+                                  raw=raw)
+    detail = _redact(result.detail, password)
+    if detail != result.detail:
+        result = replace(result, detail=detail)
+    log.info("onyx %s: %s %s", sw.name, result.status, result.detail)
+    return result
+
+
+def collect_switches(switches: Sequence[SwitchSsh], concurrency: int = 8) -> list[SwitchCollection]:
+    """Collect from all switches in parallel threads; results in input order."""
+    if concurrency < 1:
+        raise CollectError(f"concurrency must be at least 1, got {concurrency}")
+    if not switches:
+        return []
+
+    def one(sw: SwitchSsh) -> SwitchCollection:
+        try:
+            return collect_switch(sw)
+        except Exception as exc:  # noqa: BLE001 - a bug for one switch must not lose the rest
+            return SwitchCollection(sw.name, "error", f"internal error: {type(exc).__name__}")
+
+    # Threads, not processes: the work is waiting on SSH, and netmiko's login alone idles ~2 s.
+    with ThreadPoolExecutor(max_workers=min(concurrency, len(switches)),
+                            thread_name_prefix="onyx") as pool:
+        return list(pool.map(one, switches))
