@@ -78,38 +78,70 @@ def main_options(
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="capture files", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
-                                      "perfquery or ibqueryerrors")] = "auto",
+                                      "perfquery, ibqueryerrors, syslog, ufm-events, opensm or "
+                                      "dmesg")] = "auto",
     at: AtOpt = None,
+    year: Annotated[int | None, typer.Option(
+        "--year", help="year of log stamps that have none (default: from the file's date)")] = None,
+    tz: Annotated[str | None, typer.Option(
+        "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
+    host: Annotated[str | None, typer.Option("--host", help="dmesg: the host it came from")] = None,
     fmt: FormatOpt = "table",
 ) -> None:
-    """Read captured tool output into the database (one transaction; re-ingesting is a no-op).
+    """Read captured tool output and logs into the database (one transaction; re-ingesting a file
+    is a no-op). Logs may be plain or .gz, rotated files in any order.
 
-    `--at` is when the snapshot was taken; files ingested together share it.
+    `--at` is when a topology or counter snapshot was taken; files ingested together share it.
+    Log lines that cannot be used are counted per reason (see `auditor sources`).
 
     Example:
 
         auditor ingest --at 2026-11-30T06:00:00Z ibnetdiscover.txt iblinkinfo.txt
+
+        auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
     """
-    from auditor.ingest import KINDS, ingest_files
+    from auditor.ingest import ingest_files, plan_ingest
     from auditor.parse.nodedesc import parse_node_name_map
     from auditor.store import Store
 
     _check_format(fmt)
-    if kind not in KINDS:
-        raise AuditorError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
     settings = _settings()
     names = _node_names(settings, parse_node_name_map)
     moment = _at(at) if at else None
-    with Store(settings.db) as store:
-        results = ingest_files(store, files, kind=kind, at=moment, node_names=names)
+    plan = plan_ingest(files, kind)
+    opts = _log_options(settings, year, tz, host)
+    from auditor.events import ingest_logs
+
+    with Store(settings.db) as store, store.transaction():
+        results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
+                               node_names=names) if plan.captures else []
+        if plan.logs:
+            results += ingest_logs(store, plan.logs, plan.log_kind, opts)
     rows = [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records,
              "warnings": "; ".join(r.warnings)} for r in results]
     _out(render_rows(rows, fmt, title="ingest"))
     for r in results:
         for w in r.warnings:
             typer.echo(f"warning: {r.path}: {w}", err=True)
+
+
+def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None,
+                 host: str | None) -> Any:
+    import re
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from auditor.events import LogOptions
+
+    zone = tz or settings.logs.tz
+    try:
+        tzinfo = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise AuditorError(f"--tz {zone!r}: unknown time zone (e.g. UTC, Europe/Paris)") from None
+    return LogOptions(year=year or settings.logs.year, tz=tzinfo,
+                      extra=[re.compile(p) for p in settings.logs.patterns],
+                      aliases=settings.aliases, host=host)
 
 
 def _node_names(settings: config_mod.Settings, parser: Any) -> dict[str, str]:
@@ -240,7 +272,8 @@ def sweep(fmt: FormatOpt = "table") -> None:
 
 @app.command()
 def sources(fmt: FormatOpt = "table") -> None:
-    """What was ingested, when, from where, and how many lines were not understood.
+    """What was ingested, when, from where, and how many lines were not understood or not
+    mapped to a port, per reason with an example line.
 
     Example:
 
@@ -251,10 +284,160 @@ def sources(fmt: FormatOpt = "table") -> None:
     _check_format(fmt)
     with Store(_settings().db, read_only=True) as store:
         rows = store.sources()
-    columns = None if fmt != "table" else [
+        issues = store.issues()
+    by_source: dict[int, list[dict[str, Any]]] = {}
+    for i in issues:
+        by_source.setdefault(i["source_id"], []).append(
+            {k: i[k] for k in ("reason", "lines", "first_line_no", "example")})
+    for r in rows:
+        r["issues"] = by_source.get(r["source_id"], [])
+    if fmt != "table":
+        _out(render_rows(rows, fmt))
+        return
+    _out(render_rows(rows, fmt, columns=[
         "source_id", "kind", "path", "origin", "observed_at", "lines_total", "lines_unparsed",
-        "records"]
-    _out(render_rows(rows, fmt, columns=columns, title="sources"))
+        "records"], title="sources"))
+    if issues:
+        _out(to_table(issues, ["source_id", "path", "reason", "lines", "first_line_no",
+                               "example"], title="lines not used, per reason"))
+
+
+SinceOpt = Annotated[str, typer.Option("--since", help="window length back from --until: 30m, "
+                                       "24h, 7d")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="end of the window, ISO-8601 "
+                                              "(default: now)")]
+
+
+def _window(since: str, until: str | None) -> tuple[datetime, datetime]:
+    from auditor.timeparse import parse_instant, parse_span
+
+    end = parse_instant(until, "--until") if until else datetime.now(UTC)
+    return end - parse_span(since), end
+
+
+@app.command()
+def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
+    """Link flaps in a window: both ends, when the link went down and came back, how long it was
+    down and which sources saw it (syslog, UFM, opensm, SNMP, sweeps, LinkDownedCounter).
+
+    Example:
+
+        auditor flaps --since 24h --format json
+    """
+    from auditor import flaps as flaps_mod
+    from auditor.store import Store, utc_naive
+
+    _check_format(fmt)
+    start, end = _window(since, until)
+    with Store(_settings().db, read_only=True) as store:
+        found = flaps_mod.flaps(store, utc_naive(start), utc_naive(end))
+        names = store.node_names()
+    rows = [flaps_mod.as_dict(f, names, utc_naive(end)) for f in found]
+    if fmt == "json":
+        _out(to_json(rows))
+        return
+    flat = [{
+        "end A": _end_label(r["ends"][0]),
+        "end B": _end_label(r["ends"][1]) if len(r["ends"]) > 1 else "",
+        "down at": r["down_at"], "up at": r["up_at"] or ("still down" if r["still_down"] else ""),
+        "duration s": r["duration_s"], "sources": ",".join(r["sources"]),
+    } for r in rows]
+    _out(render_rows(flat, fmt, title=f"flaps {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC"))
+
+
+def _end_label(end: dict[str, Any]) -> str:
+    return f"{end['name']}[{end['port']}]"
+
+
+@app.command()
+def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
+    """Raw port state changes in a window, oldest first, each with its source file and line.
+
+    Example:
+
+        auditor events --since 2h --format csv
+    """
+    from auditor.store import Store, utc_naive
+
+    _check_format(fmt)
+    start, end = _window(since, until)
+    with Store(_settings().db, read_only=True) as store:
+        rows = store.events(utc_naive(start), utc_naive(end))
+    columns = None if fmt != "table" else [
+        "event_at", "state", "device", "port_name", "guid", "port", "origin", "path", "line_no"]
+    _out(render_rows(rows, fmt, columns=columns, title="port events"))
+
+
+@app.command()
+def counters(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
+    """Error counter increases per port between snapshots; resets and saturated (4/8/16-bit)
+    counters are flagged, so "at least" is visible.
+
+    Example:
+
+        auditor counters --since 7d --format json
+    """
+    from auditor.store import Store, utc_naive
+
+    _check_format(fmt)
+    start, end = _window(since, until)
+    with Store(_settings().db, read_only=True) as store:
+        rows = [r for r in store.counter_deltas(utc_naive(start), utc_naive(end)) if r["delta"]]
+        names = store.node_names()
+    for r in rows:
+        r["name"] = names.get(r["guid"], (r["guid"], ""))[0]
+    columns = None if fmt != "table" else [
+        "name", "port", "counter", "prev_at", "seen_at", "delta", "reset", "saturated"]
+    _out(render_rows(rows, fmt, columns=columns, title="counter increases"))
+
+
+snmp_app = typer.Typer(no_args_is_help=True, help=(
+    "SNMP polling of the configured switches.\n\nExample:\n\n    auditor snmp poll"))
+app.add_typer(snmp_app, name="snmp")
+
+
+@snmp_app.command("poll")
+def snmp_poll(
+    switch: Annotated[
+        list[str] | None, typer.Option("--switch", help="only these switches")
+    ] = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Poll IF-MIB (and the Mellanox IB table) of every [[switches]] entry with SNMP settings;
+    a port that changed since the previous poll becomes a port event. Exit 1 if a switch failed.
+
+    Example:
+
+        auditor --config auditor.toml snmp poll --switch leaf01
+    """
+    from auditor.store import Store
+    from auditor.switchside import poll_snmp
+
+    _check_format(fmt)
+    settings = _settings()
+    with Store(settings.db) as store:
+        outcomes = poll_snmp(store, settings, names=switch or None)
+    rows = [{"device": o.device, "status": o.status, "events": o.events, "detail": o.detail}
+            for o in outcomes]
+    _out(render_rows(rows, fmt, title="snmp poll"))
+    if any(o.status != "ok" for o in outcomes):
+        raise typer.Exit(1)
+
+
+@app.command()
+def devices(fmt: FormatOpt = "table") -> None:
+    """The last collection status of every switch and host (ok, timeout, auth_failed, ...).
+
+    Example:
+
+        auditor devices --format json
+    """
+    from auditor.store import Store
+
+    _check_format(fmt)
+    with Store(_settings().db, read_only=True) as store:
+        rows = store.device_status()
+    _out(render_rows(rows, fmt, title="devices"))
 
 
 @app.command()

@@ -6,10 +6,12 @@ Secrets are never written in the file: a secret setting holds `env:VARIABLE`, re
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from auditor.errors import ConfigError
 
@@ -52,12 +54,57 @@ class SweepSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SnmpSettings:
+    version: str = "2c"
+    port: int = 161
+    community: Secret | None = None
+    user: str | None = None
+    auth_key: Secret | None = None
+    priv_key: Secret | None = None
+    auth_proto: str = "SHA"
+    priv_proto: str = "AES"
+    timeout_s: float = 2.0
+    retries: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SshSettings:
+    user: str
+    port: int = 22
+    password: Secret | None = None
+    key_file: Path | None = None
+    known_hosts: Path | None = None
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchSettings:
+    """One switch of `[[switches]]`: its name in the fabric, address, and how to reach it."""
+
+    name: str
+    host: str
+    snmp: SnmpSettings | None = None
+    ssh: SshSettings | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    year: int | None = None
+    tz: str = "UTC"
+    patterns: tuple[str, ...] = ()  # site-specific regexes with named groups (state, host, port)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     db: Path = Path(DEFAULT_DB)
     config_path: Path | None = None
     captures: Path | None = None  # default: captures/ beside the DB
     node_name_map: Path | None = None
     sweep: SweepSettings = field(default_factory=SweepSettings)
+    switches: tuple[SwitchSettings, ...] = ()
+    snmp_concurrency: int = 32
+    aliases: dict[str, str] = field(default_factory=dict)  # name in logs -> name in the fabric
+    logs: LogSettings = field(default_factory=LogSettings)
 
     @property
     def captures_dir(self) -> Path:
@@ -97,7 +144,9 @@ def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 _KNOWN = {
-    "": {"store", "topology", "sweep"},
+    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs"},
+    "snmp": {"concurrency"},
+    "logs": {"year", "tz", "patterns"},
     "store": {"db", "captures"},
     "topology": {"node_name_map"},
     "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
@@ -119,6 +168,8 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
             raise ConfigError(f"{config_path}: {exc}") from exc
         base = config_path.resolve().parent
     for section, keys in _KNOWN.items():
+        if section in ("switches", "aliases"):
+            continue
         table = data if not section else data.get(section, {})
         if not isinstance(table, dict):
             raise ConfigError(f"{section}: expected a table")
@@ -148,10 +199,88 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     env_db = os.environ.get("AUDITOR_DB")
     chosen_db = db or (Path(env_db) if env_db else None) \
         or _path(_get(store, "db", str, "store"), base) or Path(DEFAULT_DB)
+    aliases = data.get("aliases", {})
+    if not isinstance(aliases, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in aliases.items()
+    ):
+        raise ConfigError("aliases: expected a table of name = \"fabric name\"")
+    logs = data.get("logs", {})
+    patterns = _args(logs, "patterns", "logs")
+    for i, pattern in enumerate(patterns):
+        try:
+            if "state" not in re.compile(pattern).groupindex:
+                raise ConfigError(f"logs.patterns[{i}]: needs a named group (?P<state>...)")
+        except re.error as exc:
+            raise ConfigError(f"logs.patterns[{i}]: not a regular expression: {exc}") from None
+    tz = _get(logs, "tz", str, "logs") or "UTC"
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"logs.tz: unknown time zone {tz!r}") from None
+    snmp = data.get("snmp", {})
     return Settings(
         db=chosen_db,
         config_path=config_path,
         captures=_path(_get(store, "captures", str, "store"), base),
         node_name_map=_path(_get(topo, "node_name_map", str, "topology"), base),
         sweep=sweep,
+        switches=_switches(data.get("switches", []), base),
+        snmp_concurrency=_get(snmp, "concurrency", int, "snmp") or 32,
+        aliases=dict(aliases),
+        logs=LogSettings(_get(logs, "year", int, "logs"), tz, patterns),
     )
+
+
+_SWITCH_KEYS = {"name", "host", "snmp", "ssh"}
+_SNMP_KEYS = {"version", "port", "community", "user", "auth_key", "priv_key", "auth_proto",
+              "priv_proto", "timeout_s", "retries"}
+_SSH_KEYS = {"user", "port", "password", "key_file", "known_hosts", "timeout_s"}
+
+
+def _unknown(table: dict[str, Any], keys: set[str], where: str) -> None:
+    for key in table:
+        if key not in keys:
+            raise ConfigError(f"{where}.{key}: unknown setting")
+
+
+def _switches(items: Any, base: Path) -> tuple[SwitchSettings, ...]:
+    if not isinstance(items, list):
+        raise ConfigError("switches: expected [[switches]] tables")
+    out = []
+    for i, item in enumerate(items):
+        where = f"switches[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where}: expected a table")
+        _unknown(item, _SWITCH_KEYS, where)
+        name, host = _get(item, "name", str, where), _get(item, "host", str, where)
+        if not name or not host:
+            raise ConfigError(f"{where}: needs name and host")
+        snmp = ssh = None
+        if (s := _get(item, "snmp", dict, where)) is not None:
+            w = f"{where}.snmp"
+            _unknown(s, _SNMP_KEYS, w)
+            version = str(_get(s, "version", (str, int), w) or "2c")
+            snmp = SnmpSettings(
+                version=version, port=_get(s, "port", int, w) or 161,
+                community=_secret(s, "community", w), user=_get(s, "user", str, w),
+                auth_key=_secret(s, "auth_key", w), priv_key=_secret(s, "priv_key", w),
+                auth_proto=_get(s, "auth_proto", str, w) or "SHA",
+                priv_proto=_get(s, "priv_proto", str, w) or "AES",
+                timeout_s=float(_get(s, "timeout_s", (int, float), w) or 2.0),
+                retries=_get(s, "retries", int, w) if "retries" in s else 1,
+            )
+        if (h := _get(item, "ssh", dict, where)) is not None:
+            w = f"{where}.ssh"
+            _unknown(h, _SSH_KEYS, w)
+            user = _get(h, "user", str, w)
+            if not user:
+                raise ConfigError(f"{w}.user: required")
+            ssh = SshSettings(
+                user=user, port=_get(h, "port", int, w) or 22,
+                password=_secret(h, "password", w),
+                key_file=_path(_get(h, "key_file", str, w), base),
+                known_hosts=_path(_get(h, "known_hosts", str, w), base),
+                timeout_s=float(_get(h, "timeout_s", (int, float), w) or 30.0),
+            )
+        out.append(SwitchSettings(name, host, snmp, ssh))
+    return tuple(out)

@@ -225,6 +225,7 @@ def ingest_files(
     for guid_port in store.port_identity(moment):
         ident.learn(*guid_port)
     seen: set[str] = set()
+    snapshot_source: int | None = None
     with store.transaction():
         for item in parsed:
             result = IngestResult(item.path, item.kind, "ingested")
@@ -241,12 +242,18 @@ def ingest_files(
                 store.add_nodes(sid, moment, _named(topo, node_names or {}))
                 store.add_ports(sid, moment, topo.ports)
                 store.add_links(sid, moment, topo.links)
+                snapshot_source = snapshot_source or sid
             else:
                 rows = _counter_rows(item.counters or [], ident, item.path)
                 result.records = len(rows)
                 sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
                 store.add_counters(sid, moment, rows)
             result.source_id = sid
+        if snapshot_source is not None:
+            times = store.snapshot_times(moment, limit=2)
+            if len(times) == 2:
+                # A flap seen only as a link missing from one sweep is still a flap.
+                store.add_topology_events(snapshot_source, times[0], times[1])
     return results
 
 
@@ -256,3 +263,43 @@ def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int
 
 
 __all__ = ["KINDS", "IngestResult", "Port", "detect_kind", "ingest_files", "parse_file"]
+
+
+@dataclass(slots=True)
+class IngestPlan:
+    captures: list[Path]
+    capture_kind: str
+    logs: list[Path]
+    log_kind: str
+
+
+def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
+    """Split the files of one `ingest` into tool captures and logs (recognised when `auto`)."""
+    from auditor.collect.logfile import read_head
+    from auditor.events import LOG_KINDS, detect_log_kind
+
+    if kind in KINDS[1:]:
+        return IngestPlan(list(paths), kind, [], "auto")
+    if kind in LOG_KINDS:
+        return IngestPlan([], "auto", list(paths), kind)
+    if kind != "auto":
+        raise AuditorError(f"--kind {kind!r}: use one of {', '.join((*KINDS, *LOG_KINDS))}")
+    plan = IngestPlan([], "auto", [], "auto")
+    for path in paths:
+        head = read_head(path).decode("utf-8", "replace")
+        if not head.strip():
+            raise AuditorError(f"{path}:1: empty file, nothing to ingest")
+        try:
+            detect_kind(head, str(path))
+        except AuditorError:
+            try:
+                detect_log_kind(head, path)
+            except AuditorError:
+                first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
+                raise AuditorError(
+                    f"{path}:{first}: cannot tell what tool or log this is; pass --kind "
+                    f"({', '.join((*KINDS[1:], *LOG_KINDS))})") from None
+            plan.logs.append(path)
+        else:
+            plan.captures.append(path)
+    return plan

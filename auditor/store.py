@@ -16,7 +16,7 @@ import duckdb
 
 from auditor import sql
 from auditor.errors import AuditorError
-from auditor.models import Fabric, FabricNode, Link, NodeType, Port
+from auditor.models import Fabric, FabricNode, Link, NodeType, Port, PortEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +39,32 @@ def utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
+def _events_params(events: Sequence[PortEvent]) -> dict[str, list[Any]]:
+    return {
+        "line_no": [e.line_no for e in events],
+        "event_at": [utc_naive(e.at) for e in events],
+        "state": [e.state for e in events],
+        "device": [e.device for e in events],
+        "port_name": [e.port_name for e in events],
+        "guid": [e.guid for e in events],
+        "port": [e.port for e in events],
+        "peer_device": [e.peer_device for e in events],
+        "peer_port_name": [e.peer_port_name for e in events],
+        "peer_guid": [e.peer_guid for e in events],
+        "peer_port": [e.peer_port for e in events],
+        "cable_serial": [e.cable_serial for e in events],
+        "code": [e.code for e in events],
+        "message": [e.message for e in events],
+    }
+
+
+
 class Store:
     """One DuckDB file. Open it, use it, close it (or use it as a context manager)."""
 
     def __init__(self, path: Path | str, read_only: bool = False) -> None:
         self.path = Path(path)
+        self._in_transaction = False
         if read_only and not self.path.exists():
             raise AuditorError(f"{self.path}: no such database (run 'auditor ingest' first)")
         try:
@@ -91,13 +112,20 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All-or-nothing: everything written inside is kept only if the block finishes."""
+        """All-or-nothing: everything written inside is kept only if the block finishes.
+        Nested blocks join the outermost one, so a command spanning several ingests is one."""
+        if self._in_transaction:
+            yield
+            return
         self._con.execute("begin transaction")
+        self._in_transaction = True
         try:
             yield
         except BaseException:
             self._con.execute("rollback")
             raise
+        finally:
+            self._in_transaction = False
         self._con.execute("commit")
 
     def run(self, query: str, /, **params: Any) -> list[tuple[Any, ...]]:
@@ -232,3 +260,73 @@ class Store:
             fab.ports[(port.guid, port.port)] = port
         fab.links = [Link(*row) for row in self.run("fabric_links", seen_at=at)]
         return fab
+
+    # -- port events ----------------------------------------------------------------------
+    def add_events(self, source_id: int, origin: str, events: Sequence[PortEvent]) -> None:
+        if events:
+            self.run("port_events_insert", source_id=source_id, origin=origin,
+                     **_events_params(events))
+
+    def add_issues(self, source_id: int,
+                   issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:
+        """issues: (reason, number of lines, first line number, example line)."""
+        if issues:
+            self.run("source_issues_insert", source_id=source_id,
+                     reason=[i[0] for i in issues], lines=[i[1] for i in issues],
+                     first_line_no=[i[2] for i in issues], example=[i[3] for i in issues])
+
+    def add_topology_events(self, source_id: int, seen_at: datetime, prev_at: datetime) -> None:
+        self.run("topology_events_insert", source_id=source_id, seen_at=utc_naive(seen_at),
+                 prev_at=utc_naive(prev_at))
+
+    def events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("port_events_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def port_peers(self, until: datetime) -> dict[tuple[str, int], tuple[str, int]]:
+        return {(r[0], r[1]): (r[2], r[3]) for r in self.run("port_peers", until=utc_naive(until))}
+
+    def node_names(self) -> dict[str, tuple[str, str]]:
+        return {r[0]: (r[1], r[2]) for r in self.run("node_names")}
+
+    def issues(self) -> list[dict[str, Any]]:
+        return self.run_dicts("source_issues_list")
+
+    def counter_deltas(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Counter increases per port between readings in (since, until]; resets handled."""
+        return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
+
+    # -- switch-side collection ---------------------------------------------------------------
+
+    def add_device_status(self, checked_at: datetime, device: str, collector: str,
+                          status: str, detail: str) -> None:
+        self.run("device_status_insert", checked_at=utc_naive(checked_at), device=device,
+                 collector=collector, status=status, detail=detail)
+
+    def device_status(self) -> list[dict[str, Any]]:
+        return self.run_dicts("device_status_latest")
+
+    def add_snmp_ports(self, polled_at: datetime, device: str, sys_uptime_ticks: int | None,
+                       rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        cols = ["if_index", "if_name", "oper_status", "admin_status", "last_change_ticks",
+                "in_errors", "out_errors", "hc_in_octets", "hc_out_octets", "symbol_errors",
+                "phys_state", "guid", "port"]
+        self.run("snmp_ports_insert", polled_at=utc_naive(polled_at), device=device,
+                 sys_uptime_ticks=sys_uptime_ticks, **{c: [r[c] for r in rows] for c in cols})
+
+    def last_snmp_poll(self, device: str, before: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("snmp_last_poll", device=device, before=utc_naive(before))
+
+    def add_transceivers(self, seen_at: datetime, device: str,
+                         rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        cols = ["port_name", "guid", "port", "present", "vendor", "part_number", "serial_number",
+                "length", "cable_type", "revision"]
+        self.run("transceivers_insert", seen_at=utc_naive(seen_at), device=device,
+                 **{c: [r[c] for r in rows] for c in cols})
+
+    def transceivers(self) -> list[dict[str, Any]]:
+        return self.run_dicts("transceivers_latest")

@@ -11,6 +11,7 @@ from auditor.config import Settings
 from auditor.errors import CollectError
 from auditor.ingest import IngestResult, ingest_files
 from auditor.store import Store
+from auditor.switchside import collect_cli, poll_snmp
 
 
 @dataclass(slots=True)
@@ -44,7 +45,8 @@ def plan(settings: Settings) -> list[tuple[str, list[str]]]:
 
 def sweep(store: Store, settings: Settings, runner: Runner,
           at: datetime | None = None, node_names: dict[str, str] | None = None) -> SweepResult:
-    """Run every command of the plan; a failing command is recorded and the rest go on."""
+    """Run every command of the plan, then poll and read the configured switches; a failing
+    command or an unreachable switch is recorded and the rest go on."""
     moment = at or datetime.now(UTC)
     folder = settings.captures_dir / moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     result = SweepResult(moment, folder, runner.where)
@@ -66,4 +68,12 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     if files:
         result.ingested = ingest_files(store, files, at=moment, origin=runner.where,
                                        node_names=node_names)
+    # Switch-side evidence after the topology, so its port names map onto this sweep's graph.
+    for outcome in [*poll_snmp(store, settings, moment), *collect_cli(store, settings, moment)]:
+        result.commands.append({
+            "command": f"{outcome.collector} {outcome.device}",
+            "status": "ok" if outcome.status == "ok" else "failed",
+            "detail": f"{outcome.status}: {outcome.detail}" if outcome.status != "ok" else
+            f"{outcome.events} port event(s)" if outcome.collector == "snmp" else "read",
+        })
     return result

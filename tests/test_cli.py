@@ -31,10 +31,13 @@ def auditor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 def test_every_command_has_help_with_an_example() -> None:
     group = typer.main.get_group(app)
     assert group.commands
-    for name, command in group.commands.items():
-        assert command.help and "Example" in command.help, f"{name} lacks help with an example"
-        res = runner.invoke(app, [name, "--help"])
-        assert res.exit_code == 0, name
+    todo = [([name], command) for name, command in group.commands.items()]
+    while todo:
+        path, command = todo.pop()
+        assert command.help and "Example" in command.help, f"{path} lacks help with an example"
+        res = runner.invoke(app, [*path, "--help"])
+        assert res.exit_code == 0, path
+        todo += [([*path, n], c) for n, c in getattr(command, "commands", {}).items()]
 
 
 def test_ingest_then_topology_and_links(db: Path) -> None:
@@ -79,7 +82,7 @@ def test_reingest_is_a_no_op(db: Path) -> None:
     [
         (b"", ":1: empty file"),
         (b"\x00\x01\x02binary\xff", ":1: binary data"),
-        (b"hello world\nthis is not a capture\n", ":1: cannot tell what tool printed this"),
+        (b"hello world\nthis is not a capture\n", ":1: cannot tell what tool or log this is"),
         (b"# Port counters: Lid 3 port 7 (CapMask: 0x1300)\nPortSelect:......7\n"
          b"SymbolErrorCounter:......12\nLinkDownedCounter:.....", ":4:"),
     ],

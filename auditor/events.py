@@ -1,0 +1,173 @@
+"""Ingest of logs that carry port events: switch syslog, UFM events.log, opensm.log, host dmesg.
+
+Each file is scanned fast (auditor.collect.logfile), its candidate lines parsed, every event
+mapped onto the fabric graph's (GUID, port), and everything stored in one transaction per
+command. Lines that are garbage, half-written, dated in the future or name an unknown device
+are kept out and counted per reason in `source_issues` (`auditor sources`); they never fail the
+ingest. An unreadable file does (exit 2), and then nothing of the command is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
+
+from auditor.collect.logfile import LogScan, read_head, scan
+from auditor.errors import AuditorError
+from auditor.ingest import IngestResult
+from auditor.models import PortEvent
+from auditor.parse import opensm, syslog, ufm_events
+from auditor.parse.dmesg import parse_dmesg
+from auditor.portmap import PortMap
+from auditor.store import SourceMeta, Store
+
+LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")
+
+# Envelopes, for counting garbage lines (PCRE, run by grep over the whole file).
+_ENVELOPES = {
+    "syslog": r"^(?:<\d{1,3}>)?(?:1 )?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|[A-Z][a-z]{2} {1,2}\d{1,2} "
+              r"\d\d:\d\d|[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|\[|- )",
+    "ufm-events": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
+    "opensm": r"^[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{6} \[",
+    "dmesg": r"^(?:\[|\d{4}-\d\d-\d\dT|[A-Z][a-z]{2} {1,2}\d{1,2} )",
+}
+_PREFILTERS = {
+    "syslog": syslog.PREFILTER,
+    "ufm-events": ufm_events.PREFILTER,
+    "opensm": opensm.PREFILTER,
+    "dmesg": r"[Ll]ink (?:[Uu]p|[Dd]own)|Event (?:9|10) on device|[Pp]ort module event"
+             r"|mlx5_\d+.*(?:DOWN|ACTIVE)",
+}
+# A stamp this far ahead of the ingest is a skewed switch clock, not an event to rank.
+FUTURE_SLACK = timedelta(minutes=10)
+
+
+@dataclass(slots=True)
+class LogOptions:
+    year: int | None = None
+    tz: tzinfo = UTC
+    extra: list[re.Pattern[str]] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)
+    host: str | None = None  # dmesg: the host the file came from
+
+
+def detect_log_kind(head: str, path: Path) -> str:
+    for line in head.splitlines()[:50]:
+        line = line.strip()
+        if not line:
+            continue
+        for kind in ("ufm-events", "opensm", "syslog"):
+            if re.match(_ENVELOPES[kind], line):
+                return kind
+    raise AuditorError(f"{path}:1: cannot tell what kind of log this is; pass --kind "
+                       f"({', '.join(LOG_KINDS)})")
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.SyslogResult:
+    reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    lines = [(n, text + "\n") for n, text in found.candidates]
+    if lines and not found.last_line_complete and lines[-1][0] == found.total_lines:
+        lines[-1] = (lines[-1][0], lines[-1][1][:-1])  # the writer's unfinished last line
+    if kind == "ufm-events":
+        return ufm_events.parse_ufm_events(lines, tz=opts.tz)
+    if kind == "opensm":
+        return opensm.parse_opensm(lines, year=opts.year, reference=reference, tz=opts.tz)
+    if kind == "dmesg":
+        if not opts.host:
+            raise AuditorError(f"{path}: dmesg lines name no host; pass --host")
+        res = parse_dmesg("".join(t for _, t in lines), host=opts.host, tz=opts.tz)
+        numbers = [n for n, _ in lines]
+        return syslog.SyslogResult(
+            [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
+            [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored)
+    return syslog.parse_syslog_lines(lines, year=opts.year, reference=reference, tz=opts.tz,
+                                     extra=opts.extra)
+
+
+def _map(events: list[PortEvent], pm: PortMap,
+         issues: Counter[str], first: dict[str, tuple[int, str]]) -> list[PortEvent]:
+    out = []
+    for e in events:
+        r = pm.resolve(e.device, e.port_name, e.guid, e.port)
+        peer_guid, peer_port = e.peer_guid, e.peer_port
+        if e.peer_guid or e.peer_device:
+            p = pm.resolve(e.peer_device, e.peer_port_name, e.peer_guid, e.peer_port)
+            peer_guid, peer_port = p.guid, p.port
+        if r.reason and not (r.guid and e.state.startswith("switch_")):
+            why = f"event on an unmapped port: {r.reason}"
+            issues[why] += 1
+            first.setdefault(why, (e.line_no, e.message[:200]))
+        out.append(replace(e, guid=r.guid, port=r.port, peer_guid=peer_guid,
+                           peer_port=peer_port))
+    return out
+
+
+def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions,
+                now: datetime | None = None) -> list[IngestResult]:
+    """Scan, parse, map and store log files; one transaction for all of them."""
+    moment = now or datetime.now(UTC)
+    times = store.snapshot_times(moment, limit=1)
+    pm = PortMap(store.fabric(times[0]) if times else None, opts.aliases)
+    prepared = []
+    for path in paths:
+        head = read_head(path).decode("utf-8", "replace")
+        file_kind = detect_log_kind(head, path) if kind == "auto" else kind
+        prefilter = "|".join([_PREFILTERS[file_kind], *(p.pattern for p in opts.extra)])
+        found = scan(path, prefilter, _ENVELOPES[file_kind])
+        prepared.append((path, file_kind, found, _digest(path)))
+    results = []
+    with store.transaction():
+        for path, file_kind, found, digest in prepared:
+            result = IngestResult(str(path), file_kind, "ingested")
+            results.append(result)
+            if store.find_source(digest, moment, explicit_at=False) is not None:
+                result.status = "already ingested"
+                continue
+            parsed = _parse(file_kind, found, path, opts)
+            issues: Counter[str] = Counter()
+            first: dict[str, tuple[int, str]] = {}
+            for line_no, line, why in parsed.unparsed:
+                issues[why] += 1
+                first.setdefault(why, (line_no, line.rstrip("\n")[:200]))
+            if found.no_envelope > 0:
+                garbage = "no recognised envelope (garbage line)"
+                issues[garbage] += found.no_envelope
+                if found.first_no_envelope:
+                    first.setdefault(garbage, found.first_no_envelope)
+            last_is_candidate = bool(found.candidates) and \
+                found.candidates[-1][0] == found.total_lines
+            if not found.last_line_complete and not last_is_candidate:
+                issues[syslog.HALF_WRITTEN] += 1
+                first.setdefault(syslog.HALF_WRITTEN, (found.total_lines, ""))
+            events = []
+            for e in parsed.events:
+                if e.at > moment + FUTURE_SLACK:
+                    issues["time in the future (switch clock skewed?)"] += 1
+                    first.setdefault("time in the future (switch clock skewed?)",
+                                     (e.line_no, e.message[:200]))
+                    continue
+                events.append(e)
+            events = _map(events, pm, issues, first)
+            result.records = len(events)
+            bad = sum(v for k, v in issues.items() if not k.startswith("event on an unmapped"))
+            sid = store.add_source(SourceMeta(file_kind, str(path), digest, "file", moment,
+                                              False, found.total_lines, bad, len(events)))
+            store.add_events(sid, file_kind, events)
+            store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
+                                   for why, n in issues.items()])
+            result.source_id = sid
+            result.warnings = [f"{n} line(s): {why}" for why, n in issues.most_common()]
+    return results

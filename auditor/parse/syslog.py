@@ -1,0 +1,788 @@
+"""Parse syslog-style log lines that carry InfiniBand (and host HCA / RoCE) port events.
+
+Input is `(line_no, line)` pairs: the caller pre-filters a large file with `PREFILTER` (DuckDB
+`regexp_matches`), so line numbers need not be contiguous. Nothing here raises for a bad line;
+every line gets exactly one outcome: a `PortEvent`, an entry in `SyslogResult.unparsed`
+(line_no, line, reason) when the line has no readable envelope, no absolute time, an impossible
+date or an unreadable port event, or a count in `SyslogResult.ignored` (readable, no port event).
+
+Envelopes (provenance: /work/shared/reference/switch/syslog-samples.txt):
+
+* rsyslog `RSYSLOG_FileFormat` (RFC 3339): `2026-11-30T06:28:57.478325+00:00 host tag[pid]: msg`.
+* RFC 3164 / `RSYSLOG_TraditionalFileFormat`: `[<PRI>]Nov 30 06:28:57 host tag: msg`, also with
+  microseconds (`May 23 09:17:30.561319 host ...`, as SONiC writes /var/log/syslog).
+* RFC 5424: `<189>1 2026-11-30T06:28:57.478325+00:00 host app procid msgid [sd...] msg`. A `port`
+  (or `interface`, `ifName`) SD parameter names the port when the message does not
+  (`[linkstate@32473 port="IB1/17"] changed state to DOWN`). A `-` timestamp (NILVALUE) leaves
+  the line undated.
+* Onyx `logging monitor` CLI form `Wed Jul 10 11:30:42 2013: Interface IB1/17 ...` and
+  `dmesg -T` (`[Wed Jul 10 11:30:42 2013] msg`); both lack a host, so `device` stays None.
+* UFM events.log lines, native or forwarded by UFM's syslog (`eventlog[pid]: SEVERITY - <native>`),
+  go to `auditor.parse.ufm_events`; native opensm.log lines go to `auditor.parse.opensm`.
+* Plain `dmesg` (`[ 6213.959196] msg`) has only seconds since boot: a port event in it is
+  unparsed as "undated port event (<state>): ...", other such lines are ignored. The same
+  reason marks a recognised event on a line without any envelope (e.g. a bare UFM text).
+
+Times: a stamp with a zone is converted to UTC; a stamp without one is wall time in `tz`
+(default UTC; pass `zoneinfo.ZoneInfo(...)` for `--tz`). Stamps without a year (RFC 3164,
+opensm) go through `infer_years`: `year=` is the year of the first such line; otherwise the last
+line is put in the latest year that keeps it at or before `reference` (the file's mtime) + 1 day;
+a step back of more than ~6 months between consecutive lines is a new year. With neither, the
+newest dated line of the same input is the reference; with no dated line either, yearless lines
+are unparsed ("year unknown"). A UFM line forwarded in a zoneless envelope keeps UFM's own time
+(it has the year); an envelope with a zone wins.
+
+Recognised messages (`device` = envelope host unless said otherwise; state words any case):
+
+* `Interface IB1/17 changed state to DOWN` (Onyx/MLNX-OS; also `IB1/1/2`, `Eth1/1`, Arista/Cisco
+  `Interface Ethernet28, changed state to down`) and SONiC SAI `Port 12500 changed state to down`
+  (port_name `12500`, the SDK logical port as printed). `administratively down` -> "admin_down";
+  a state word outside `normalise_state` is unparsed ("unknown port state").
+* mlxsw `mlxsw_spectrum 0000:01:00.0 swp1: link down`, host `mlx5_core 0000:01:00.0 enp1s0f0:
+  Link up`, `mlx4_en: eth0: Link Down`: port_name is the netdev name.
+* IPoIB debug `ib0: Event 10 on device mlx5_0 port 1`: 10 (IB_EVENT_PORT_ERR) "down", 9
+  (IB_EVENT_PORT_ACTIVE) "up", code "10"/"9", port_name `mlx5_0/1`; other numbers are ignored.
+* `mlx5_core 0000:01:00.0: Port module event: module 0, Cable plugged|unplugged`, the
+  `[error]` variant, and FreeBSD's `mlx5_port_module_event: ... Module 0, status: ...`:
+  "module_plugged", "module_unplugged", "module_error"; port_name `module0` (the PCI address
+  stays in `message`).
+* opensm texts (`... port 3 changed state from ACTIVE to DOWN`, trap 128) and UFM link texts
+  (`Link went down: (Switch:...)...`) anywhere in a message: see those modules.
+
+`guid`/`port` are set only where the source names the node GUID itself (UFM, opensm).
+`message` is the text after the envelope host (tag included).
+
+Site-specific patterns (`extra=`): compiled regexes with named groups, tried in order, before
+the built-in recognisers, with `search` on the message (the text after the host, tag included),
+or on the whole line when the envelope is unreadable. Group `state` is required (ValueError
+otherwise); optional groups: `time` (ISO 8601, `2018-11-27 16:23:09.423`, `Nov 30 06:28:57`,
+`Wed Jul 10 11:30:42 2013`; overrides the envelope time, zoneless = `tz`), `host` (device),
+`port` (port_name), `peer_host`, `peer_port`, `serial` (cable_serial). `state` goes through
+`normalise_state` (`DOWN`, `went down`, `is down` -> "down"; `UP`, `is up`, `went up`, `Active`
+-> "up"); any other text is kept lower-cased with `_` for spaces. `PREFILTER` covers the
+built-ins only: the caller ORs its site patterns into the pre-filter.
+
+Half-written lines: pass lines with their terminators when reading a live file. A line without
+one after lines that had one is the writer's unfinished last line and is unparsed (a cut UFM line
+would otherwise give a wrong port number or serial). Without terminators, a last line cut in its
+state word is still caught as an unknown or truncated state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import NamedTuple
+
+from auditor.models import PortEvent
+
+# (month, day, hour, minute, second, microsecond) of a stamp printed without a year.
+Stamp = tuple[int, int, int, int, int, int]
+
+UFM_EVENT_IDS = "110|112|113|115|116|328|329|331|332|702|907|908|917|918"
+
+# One RE2-compatible pattern (no lookaround, no backreference) that matches every line a
+# built-in recogniser can turn into an event: each alternative is one recogniser's gate in
+# `_recognise` (a superset is harmless, a miss loses events).
+PREFILTER: str = (
+    r"changed state|[Ll]ink (?:[Uu]p|[Dd]own)|Link (?:went (?:down|up)|is up)"
+    r"|Event (?:9|10) on device|[Pp]ort module event|port_module_event|num:128 "
+    r"|\] \[(?:" + UFM_EVENT_IDS + r")\] "
+)
+
+MONTHS: dict[str, int] = {
+    m: i
+    for i, m in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+    )
+}
+
+NO_ENVELOPE = "no recognised envelope"
+HALF_WRITTEN = "half-written last line (no line terminator)"
+# What a corrupt line can make the stdlib raise while being read; anything else is a bug.
+LINE_ERRORS = (ValueError, IndexError, OverflowError, KeyError)
+
+
+class EventFields(NamedTuple):
+    """What a recogniser reads from one message; the driver adds time, line and message."""
+
+    state: str
+    device: str | None = None
+    port_name: str | None = None
+    guid: str | None = None
+    port: int | None = None
+    peer_device: str | None = None
+    peer_port_name: str | None = None
+    peer_guid: str | None = None
+    peer_port: int | None = None
+    cable_serial: str | None = None
+    code: str | None = None
+
+
+_tuple_new = tuple.__new__
+
+
+def port_fields(state: str, port_name: str, code: str | None = None) -> EventFields:
+    """`EventFields(state, port_name=..., code=...)` minus NamedTuple's keyword `__new__`,
+    which costs as much as the rest of a recogniser on the hot path."""
+    return _tuple_new(
+        EventFields, (state, None, port_name, None, None, None, None, None, None, None, code)
+    )
+
+
+# A recogniser returns fields for an event, a reason string for a line it claims but cannot
+# read (-> unparsed), or None (not its line, or a known non-event -> ignored).
+Recognised = EventFields | str | None
+
+
+@dataclass(slots=True)
+class SyslogResult:
+    events: list[PortEvent] = field(default_factory=list)
+    unparsed: list[tuple[int, str, str]] = field(default_factory=list)  # line_no, line, reason
+    ignored: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+
+
+def localise(naive: datetime, tz: tzinfo) -> datetime:
+    """A wall-clock time in `tz` -> aware UTC (fold=0: the first of a repeated DST hour)."""
+    if tz is UTC:
+        return naive.replace(tzinfo=UTC)
+    return naive.replace(tzinfo=tz).astimezone(UTC)
+
+
+def _at_year(year: int, s: Stamp, tz: tzinfo) -> datetime | None:
+    try:
+        if tz is UTC:
+            return datetime(year, s[0], s[1], s[2], s[3], s[4], s[5], UTC)
+        return datetime(year, s[0], s[1], s[2], s[3], s[4], s[5], tz).astimezone(UTC)
+    except (ValueError, OverflowError):  # Feb 29 outside a leap year, Feb 30, year 10000, ...
+        return None
+
+
+# Days before each month in a leap year: a year-agnostic position, so Feb 29 orders correctly.
+_DAYS_BEFORE = (0, 0, 31, 60, 91, 121, 152, 182, 213, 244, 274, 305, 335)
+# Going back by more than about half a year between consecutive lines is read as a new year
+# (Dec -> Jan); a smaller step back is out-of-order delivery (merged remote logs, DST fall-back)
+# and keeps the year. Consecutive candidate lines more than ~6 months apart across New Year
+# therefore get the later year for both (a quiet fabric after pre-filtering): `year=` fixes it.
+_ROLLOVER_SECONDS = 183 * 86400
+
+
+def infer_years(
+    stamps: Sequence[Stamp],
+    *,
+    year: int | None = None,
+    reference: datetime | None = None,
+    tz: tzinfo = UTC,
+) -> list[datetime | None]:
+    """Aware UTC datetimes for yearless stamps given in file order (local wall time in `tz`).
+
+    `year` is the year of the first stamp. Otherwise the last stamp goes in the latest year
+    that keeps it at or before `reference` + 1 day (a naive `reference` is UTC), and the years
+    before it follow from the rollovers. None in the result: an impossible date (Feb 29 of a
+    non-leap year), or neither `year` nor `reference` given.
+    """
+    if not stamps:
+        return []
+    offsets: list[int] = []
+    k = 0
+    prev: int | None = None
+    for s in stamps:
+        pos = ((_DAYS_BEFORE[s[0]] + s[1]) * 24 + s[2]) * 3600 + s[3] * 60 + s[4]
+        if prev is not None and prev - pos > _ROLLOVER_SECONDS:
+            k += 1
+        prev = pos
+        offsets.append(k)
+    if year is None:
+        if reference is None:
+            return [None] * len(stamps)
+        ref = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
+        limit = ref + timedelta(days=1)
+        # Next year (the +1 day slack at New Year) back to four years ago: a last line on
+        # Feb 29 always finds its leap year.
+        for last_year in range(ref.year + 1, ref.year - 5, -1):
+            at = _at_year(last_year, stamps[-1], tz)
+            if at is not None and at <= limit:
+                year = last_year - offsets[-1]
+                break
+        else:
+            return [None] * len(stamps)
+    return [_at_year(year + k, s, tz) for s, k in zip(stamps, offsets, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# States
+
+
+_STATE_WORDS: dict[str, str] = {
+    "down": "down",
+    "went down": "down",
+    "is down": "down",
+    "link down": "down",
+    "linkdown": "down",
+    "polling": "down",
+    "disabled": "down",
+    "up": "up",
+    "went up": "up",
+    "is up": "up",
+    "link up": "up",
+    "linkup": "up",
+    "active": "up",
+    "init": "up",
+    "initialize": "up",
+    "armed": "up",
+    "administratively down": "admin_down",
+}
+_STATE_FAST: dict[str, str] = {
+    variant: state
+    for word, state in _STATE_WORDS.items()
+    for variant in (word, word.upper(), word.title(), word.capitalize())
+}
+
+
+def normalise_state(text: str) -> str | None:
+    """`DOWN`, `Down`, `went down`, `is down` -> "down"; `UP`, `is up`, `Active` -> "up"."""
+    state = _STATE_FAST.get(text)
+    if state is None:
+        state = _STATE_WORDS.get(" ".join(text.lower().split()).rstrip(".!"))
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Message recognisers
+
+_CHANGED = "changed state to"
+# The word before the port name: Onyx `Interface IB1/17 changed state to DOWN`, Arista/Cisco
+# `Interface Ethernet28, changed state to down`, SONiC SAI `Port 12500 changed state to down`.
+_PORT_WORDS = frozenset({"Interface", "interface", "Port", "port"})
+# mlxsw (`mlxsw_spectrum 0000:01:00.0 swp1: link down`), mlx5 (`... enp1s0f0: Link up`), mlx4_en.
+_NETDEV_LINK_RE = re.compile(
+    r"\b(?:mlx5_core|mlxsw_\w+|mlx4_en)(?: [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])?:?"
+    r" (?P<dev>[^\s:]+): [Ll]ink (?P<state>[Uu]p|[Dd]own)\b"
+)
+# ipoib_dbg(): "%s: Event %d on device %s port %d" (only with ib_ipoib debug_level=1).
+_IPOIB_EVENT_RE = re.compile(r"Event (?P<num>\d+) on device (?P<hca>[\w.-]+) port (?P<port>\d+)")
+_IPOIB_STATES = {"9": "up", "10": "down"}  # enum ib_event_type: PORT_ACTIVE, PORT_ERR
+# Linux mlx5 events.c: "Port module event: module %u, Cable plugged|unplugged" and
+# "Port module event[error]: module %u, Cable error, <reason>"; FreeBSD mlx5_port_module_event.
+_MODULE_RE = re.compile(
+    r"[Pp]ort module event(?:\[error\])?: module (?P<mod>\d+), Cable (?P<what>\w+)"
+    r"|mlx5_port_module_event:\d+:\(pid \d+\): Module (?P<bsd_mod>\d+), status: (?P<bsd>[\w ]+)"
+)
+_MODULE_STATES = {
+    "plugged": "module_plugged",
+    "unplugged": "module_unplugged",
+    "error": "module_error",
+    "plugged and enabled": "module_plugged",
+    "plugged and disabled": "module_plugged",
+}
+
+
+def _changed_state(msg: str, sd_port: str | None) -> Recognised:
+    i = msg.find(_CHANGED)
+    if i < 0:
+        return None
+    tail = msg[i + len(_CHANGED) :]
+    if tail[:1].isalnum():  # "changed state toward ..."
+        return None
+    after = tail.split(None, 2)
+    if not after:
+        return "truncated after 'changed state to'"
+    word = after[0].rstrip(".,;!")
+    if word.lower() == "administratively" and len(after) > 1:
+        word = "administratively " + after[1].rstrip(".,;!")
+    # A bare "changed state to DOWN" takes its port from RFC 5424 structured data.
+    before = msg[:i].rsplit(None, 3)
+    port = sd_port
+    if len(before) >= 2 and before[-2] in _PORT_WORDS:
+        port = before[-1].rstrip(",")
+    elif len(before) >= 3 and before[-3] in _PORT_WORDS and before[-2].isalpha():
+        port = f"{before[-2]} {before[-1].rstrip(',')}"  # "Interface ib 1/17"
+    if port is None:  # "Fan 1 changed state to ...": not a port
+        return None
+    state = normalise_state(word)
+    if state is None:
+        return f"unknown port state {word!r}"
+    return port_fields(state, port)
+
+
+def _netdev_link(msg: str) -> Recognised:
+    m = _NETDEV_LINK_RE.search(msg)
+    if m is None:
+        return None
+    return port_fields(m.group("state").lower(), m.group("dev"))
+
+
+def _ipoib_event(msg: str) -> Recognised:
+    m = _IPOIB_EVENT_RE.search(msg)
+    if m is None:
+        return None
+    num = m.group("num")
+    state = _IPOIB_STATES.get(num)
+    if state is None:  # PKEY_CHANGE, LID_CHANGE, SM_CHANGE, ...: no link change
+        return None
+    return port_fields(state, f"{m.group('hca')}/{m.group('port')}", num)
+
+
+def _module_event(msg: str) -> Recognised:
+    m = _MODULE_RE.search(msg)
+    if m is None:
+        return None
+    if m.group("mod") is not None:
+        mod, what = m.group("mod"), m.group("what").lower()
+    else:
+        mod, what = m.group("bsd_mod"), m.group("bsd").strip().lower()
+    state = _MODULE_STATES.get(what)
+    if state is None:
+        return None
+    return port_fields(state, f"module{mod}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Siblings:
+    """The opensm and UFM modules' entry points, bound once per call (see `_siblings`)."""
+
+    opensm: Callable[[str], Recognised]
+    opensm_native: Callable[[str], tuple[Stamp, str] | None]
+    ufm_text: Callable[[str], Recognised]
+    ufm_line: Callable[[str], tuple[datetime, EventFields, str] | str | None]
+
+
+def _siblings() -> _Siblings:
+    # opensm.py and ufm_events.py import SyslogResult, infer_years and run_lines from this
+    # module, so they are imported at call time here, not at the top (an import cycle).
+    from auditor.parse import opensm, ufm_events
+
+    return _Siblings(
+        opensm.recognise_opensm_message,
+        opensm.split_opensm_line,
+        ufm_events.recognise_link_text,
+        ufm_events.parse_ufm_line,
+    )
+
+
+def recognise_message(msg: str, sd_port: str | None = None) -> Recognised:
+    """Run the built-in recognisers on one message (the text after the envelope)."""
+    return _recognise(msg, sd_port, _siblings())
+
+
+def _recognise(msg: str, sd_port: str | None, sib: _Siblings) -> Recognised:
+    # Cheap substring gates first; each gate is also an alternative of PREFILTER.
+    if "changed state" in msg:
+        if "changed state from" in msg:
+            return sib.opensm(msg)
+        return _changed_state(msg, sd_port)
+    if "Link went " in msg or "Link is up" in msg:
+        return sib.ufm_text(msg)
+    if "ink " in msg:
+        found = _netdev_link(msg)
+        if found is not None:
+            return found
+    if "on device" in msg:
+        return _ipoib_event(msg)
+    if "odule" in msg:
+        return _module_event(msg)
+    if "num:128" in msg:
+        return sib.opensm(msg)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Envelopes
+
+_K_SYSLOG, _K_UFM, _K_OPENSM, _K_DMESG = range(4)
+# when: aware or naive (local in tz) datetime, yearless Stamp, or None (undated).
+_Envelope = tuple[datetime | Stamp | None, str | None, str, str | None, int]
+
+# "Nov 30 06:28:57" with the microseconds SONiC and journalctl -o short-precise add.
+_SYSLOG_STAMP = r"([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?"
+_RFC3164_RE = re.compile(r"(?:<\d{1,3}>)?" + _SYSLOG_STAMP + r" +(\S+) (.*)", re.DOTALL)
+_RFC5424_RE = re.compile(r"<\d{1,3}>1 (\S+) (\S+) (\S+) (\S+) (\S+) ?(.*)", re.DOTALL)
+_CTIME = (
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})"
+)
+_ONYX_CLI_RE = re.compile(_CTIME + r": (.*)", re.DOTALL)
+_DMESG_T_RE = re.compile(r"\[" + _CTIME + r"\] ?(.*)", re.DOTALL)
+_DMESG_RE = re.compile(r"\[ *\d+\.\d+\] ?(.*)", re.DOTALL)
+_ISO_HEAD_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+_UFM_HEAD_RE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# UFM's syslog forwarding: "eventlog[182483]: CRITICAL - <native events.log line>".
+_UFM_FWD_RE = re.compile(
+    r"(?:eventlog(?:\[\d+\])?: )?[A-Za-z]+ - (\d{4}-\d\d-\d\d \d\d:.*)", re.DOTALL
+)
+_SD_PORT_RE = re.compile(r'\b(?:port|interface|ifName)="((?:[^"\\]|\\.)*)"')
+_BOM = "\ufeff"
+# Two-character fields of the fixed-width RFC 3164 stamp; a miss means "not digits".
+_TWO = {f"{i:02d}": i for i in range(60)}
+_DAY = {**{f"{i:2d}": i for i in range(1, 32)}, **{f"{i:02d}": i for i in range(1, 32)}}
+
+
+def _ctime_naive(m: re.Match[str]) -> datetime | None:
+    month = MONTHS.get(m.group(1))
+    if month is None:
+        return None
+    try:
+        return datetime(  # noqa: DTZ001 - local wall time, localised by the caller
+            int(m.group(6)), month, int(m.group(2)),
+            int(m.group(3)), int(m.group(4)), int(m.group(5)),
+        )
+    except ValueError:
+        return None
+
+
+def _iso(token: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(token)
+    except ValueError:
+        return None
+
+
+def _split_sd(rest: str) -> tuple[str | None, str]:
+    """RFC 5424 STRUCTURED-DATA + MSG -> (port param if any, MSG)."""
+    if rest.startswith("-"):
+        return None, rest[2:] if rest.startswith("- ") else rest[1:]
+    if not rest.startswith("["):
+        return None, rest
+    i, n, in_quote = 0, len(rest), False
+    while i < n:
+        c = rest[i]
+        if in_quote:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                in_quote = False
+        elif c == '"':
+            in_quote = True
+        elif c == "]" and (i + 1 == n or rest[i + 1] != "["):
+            break
+        i += 1
+    sd, msg = rest[: i + 1], rest[i + 2 :]
+    m = _SD_PORT_RE.search(sd)
+    port = m.group(1).replace('\\"', '"').replace("\\]", "]") if m else None
+    return port, msg
+
+
+def _envelope(line: str, sib: _Siblings) -> _Envelope | str:
+    c = line[0]
+    if c == "<":
+        gt = line.find(">")
+        if line[gt + 1 : gt + 3] == "1 ":
+            return _rfc5424(line)
+        return _rfc3164(line, sib)
+    if c.isdigit():
+        if _ISO_HEAD_RE.match(line):
+            ts, _, rest = line.partition(" ")
+            when = _iso(ts)
+            host, _, msg = rest.partition(" ")
+            if when is None or not host:
+                return "unreadable RFC 3339 envelope"
+            return when, host, msg, None, _K_SYSLOG
+        if _UFM_HEAD_RE.match(line):
+            return None, None, line, None, _K_UFM
+        return NO_ENVELOPE
+    if c == "[":
+        md = _DMESG_RE.match(line)
+        if md is not None:
+            return None, None, md.group(1), None, _K_DMESG
+        mt = _DMESG_T_RE.match(line)
+        if mt is not None:
+            return _ctime_naive(mt), None, mt.group(7), None, _K_SYSLOG
+        return NO_ENVELOPE
+    if line[:3] in MONTHS:
+        return _rfc3164(line, sib)
+    mc = _ONYX_CLI_RE.match(line)
+    if mc is not None:
+        when_c = _ctime_naive(mc)
+        if when_c is None:
+            return "impossible date"
+        return when_c, None, mc.group(7), None, _K_SYSLOG
+    return NO_ENVELOPE
+
+
+def _rfc5424(line: str) -> _Envelope | str:
+    m = _RFC5424_RE.match(line)
+    if m is None:
+        return "unreadable RFC 5424 header"
+    ts, host = m.group(1), m.group(2)
+    sd_port, msg = _split_sd(m.group(6))
+    when = None
+    if ts != "-":  # NILVALUE: the sender did not know the time
+        when = _iso(ts)
+        if when is None:
+            return "unreadable RFC 5424 timestamp"
+    return when, None if host == "-" else host, msg.removeprefix(_BOM), sd_port, _K_SYSLOG
+
+
+def _rfc3164(line: str, sib: _Siblings) -> _Envelope | str:
+    # Fast path: fixed-width `Nov 30 06:28:57 host msg` (no PRI, no fraction).
+    month = MONTHS.get(line[:3])
+    if month is not None and line[15:16] == " " and line[9] == ":" and line[12] == ":":
+        day, hh = _DAY.get(line[4:6]), _TWO.get(line[7:9])
+        mm, ss = _TWO.get(line[10:12]), _TWO.get(line[13:15])
+        if day is not None and hh is not None and mm is not None and ss is not None:
+            host, _, msg = line[16:].partition(" ")
+            if host and not (len(host) == 6 and host.isdigit()):
+                return (month, day, hh, mm, ss, 0), host, msg, None, _K_SYSLOG
+    m = _RFC3164_RE.match(line)
+    if m is None:
+        return NO_ENVELOPE
+    month = MONTHS.get(m.group(1))
+    if month is None:
+        return NO_ENVELOPE
+    host, msg = m.group(7), m.group(8)
+    if len(host) == 6 and host.isdigit() and msg.startswith("["):
+        # opensm.log's own format: the 6-digit field after the time is microseconds, not a host.
+        split = sib.opensm_native(line)
+        if split is None:
+            return "unreadable opensm line"
+        return split[0], None, split[1], None, _K_OPENSM
+    frac = m.group(6)
+    stamp: Stamp = (
+        month, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
+        int(frac.ljust(6, "0")) if frac else 0,
+    )
+    return stamp, host, msg, None, _K_SYSLOG
+
+
+# ---------------------------------------------------------------------------------------------
+# Site patterns
+
+_CTIME_ONLY_RE = re.compile(_CTIME + r"$")
+_SYSLOG_TIME_RE = re.compile(_SYSLOG_STAMP + "$")
+
+
+def _time_text(text: str) -> datetime | Stamp | None:
+    """A `time` group: ISO 8601, UFM `2018-11-27 16:23:09.423`, ctime, or `Nov 30 06:28:57`."""
+    text = text.strip()
+    if text[:1].isdigit():
+        return _iso(text.replace(",", "."))
+    mc = _CTIME_ONLY_RE.match(text)
+    if mc is not None:
+        return _ctime_naive(mc)
+    m = _SYSLOG_TIME_RE.match(text)
+    month = MONTHS.get(m.group(1)) if m is not None else None
+    if m is None or month is None:
+        return None
+    frac = m.group(6)
+    return (
+        month, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
+        int(frac.ljust(6, "0")) if frac else 0,
+    )
+
+
+def _site(
+    patterns: Sequence[re.Pattern[str]], text: str
+) -> tuple[EventFields, datetime | Stamp | None, bool] | None:
+    """First matching site pattern -> (fields, time of the `time` group, had a time group)."""
+    for pat in patterns:
+        m = pat.search(text)
+        if m is None:
+            continue
+        g = m.groupdict()
+        raw = g.get("state") or ""
+        state = normalise_state(raw) or "_".join(raw.lower().split()) or "unknown"
+        fields = EventFields(
+            state,
+            device=g.get("host"),
+            port_name=g.get("port"),
+            peer_device=g.get("peer_host"),
+            peer_port_name=g.get("peer_port"),
+            cable_serial=g.get("serial"),
+        )
+        t = g.get("time")
+        return fields, (_time_text(t) if t else None), bool(t)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+
+# line_no, line, when (aware UTC, or an index into LogRun.yearless), fields, host, message
+_Pending = tuple[int, str, datetime | int, EventFields, str | None, str]
+
+
+@dataclass(slots=True)
+class LogRun:
+    """State of one parse over a file's lines (shared by the syslog, opensm and UFM parsers)."""
+
+    sib: _Siblings
+    tz: tzinfo
+    extra: Sequence[re.Pattern[str]]
+    result: SyslogResult = field(default_factory=SyslogResult)
+    yearless: list[Stamp] = field(default_factory=list)
+    pending: list[_Pending] = field(default_factory=list)
+    newest: datetime | None = None
+
+    def dated(self, when: datetime) -> datetime:
+        """Aware UTC; also tracks the newest dated line (the fallback year reference)."""
+        if when.tzinfo is None:
+            at = localise(when, self.tz)
+        elif when.tzinfo is UTC:
+            at = when
+        else:
+            at = when.astimezone(UTC)
+        if self.newest is None or at > self.newest:
+            self.newest = at
+        return at
+
+    def add(
+        self, line_no: int, line: str, when: datetime | Stamp | None, fields: Recognised,
+        host: str | None, msg: str,
+    ) -> None:
+        if fields is None:
+            self.result.ignored += 1
+            if isinstance(when, tuple):  # keeps a Dec -> Jan step visible to infer_years
+                self.yearless.append(when)
+        elif isinstance(fields, str):
+            self.result.unparsed.append((line_no, line, fields))
+        elif when is None:
+            reason = f"undated port event ({fields.state}): no absolute timestamp"
+            self.result.unparsed.append((line_no, line, reason))
+        elif isinstance(when, tuple):
+            self.pending.append((line_no, line, len(self.yearless), fields, host, msg))
+            self.yearless.append(when)
+        else:
+            self.pending.append((line_no, line, self.dated(when), fields, host, msg))
+
+    def finish(
+        self, year: int | None, reference: datetime | None, last_no: int | None
+    ) -> SyslogResult:
+        resolved: list[datetime | None] = []
+        if self.yearless:
+            ref = reference if reference is not None else self.newest
+            try:
+                resolved = infer_years(self.yearless, year=year, reference=ref, tz=self.tz)
+            except LINE_ERRORS:  # year= far outside datetime's range
+                resolved = [None] * len(self.yearless)
+        no_year = year is None and reference is None and self.newest is None
+        result = self.result
+        unparsed, events = result.unparsed, result.events
+        append = events.append
+        for line_no, line, when, f, host, msg in self.pending:
+            at = when if isinstance(when, datetime) else resolved[when]
+            if at is None:
+                reason = "year unknown (pass year= or reference=)" if no_year else "impossible date"
+                unparsed.append((line_no, line, reason))
+                continue
+            append(
+                PortEvent(
+                    at, f.state, f.device if f.device is not None else host, f.port_name,
+                    f.guid, f.port, f.peer_device, f.peer_port_name, f.peer_guid, f.peer_port,
+                    f.cable_serial, f.code, line_no, msg,
+                )
+            )
+        if unparsed:
+            unparsed.sort(key=lambda u: u[0])
+            u_no, u_line, u_reason = unparsed[-1]
+            if u_no == last_no and u_reason == NO_ENVELOPE:
+                unparsed[-1] = (u_no, u_line, NO_ENVELOPE + " (truncated last line?)")
+        return result
+
+
+def run_lines(
+    lines: Iterable[tuple[int, str]],
+    one: Callable[[LogRun, int, str], None],
+    *,
+    year: int | None,
+    reference: datetime | None,
+    tz: tzinfo,
+    extra: Sequence[re.Pattern[str]] = (),
+) -> SyslogResult:
+    """Drive `one(run, line_no, line)` over the lines: terminators, blanks, errors, years."""
+    run = LogRun(_siblings(), tz, extra)
+    unparsed = run.result.unparsed
+    saw_newline = False
+    last_no: int | None = None
+    for line_no, raw in lines:
+        last_no = line_no
+        if raw.endswith("\n"):
+            saw_newline = True
+            line = raw.rstrip("\r\n")
+        elif saw_newline:
+            unparsed.append((line_no, raw, HALF_WRITTEN))
+            continue
+        else:
+            line = raw.rstrip("\r")
+        if not line or line.isspace():
+            run.result.ignored += 1
+            continue
+        try:
+            one(run, line_no, line)
+        except LINE_ERRORS as exc:
+            unparsed.append((line_no, line, f"unreadable ({type(exc).__name__})"))
+    return run.finish(year, reference, last_no)
+
+
+def parse_syslog_lines(
+    lines: Iterable[tuple[int, str]],
+    *,
+    year: int | None = None,
+    reference: datetime | None = None,
+    tz: tzinfo = UTC,
+    extra: Sequence[re.Pattern[str]] = (),
+) -> SyslogResult:
+    """Port events in syslog-style lines; see the module docstring for formats and rules."""
+    for pat in extra:
+        if "state" not in pat.groupindex:
+            raise ValueError(f"site pattern {pat.pattern!r} has no (?P<state>...) group")
+    return run_lines(lines, _one, year=year, reference=reference, tz=tz, extra=extra)
+
+
+def _one(run: LogRun, line_no: int, line: str) -> None:
+    sib, extra = run.sib, run.extra
+    env = _envelope(line, sib)
+    if isinstance(env, str):
+        site = _site(extra, line) if extra else None
+        if site is not None and site[1] is not None:
+            run.add(line_no, line, site[1], site[0], None, line)
+            return
+        if site is not None and site[2]:
+            env = "unreadable time in site pattern"
+        undated = site[0] if site is not None else _recognise(line, None, sib)
+        if isinstance(undated, EventFields):
+            env = f"undated port event ({undated.state}): {env}"
+        run.result.unparsed.append((line_no, line, env))
+        return
+
+    env_when, host, msg, sd_port, kind = env
+    when = run.dated(env_when) if isinstance(env_when, datetime) else env_when
+    fields: Recognised
+    if kind == _K_UFM:
+        fields, when = _ufm(sib, msg, env_when)
+        msg = msg.partition("]: ")[2] or msg
+    elif kind == _K_OPENSM:
+        fields = sib.opensm(msg)
+    else:
+        site = _site(extra, msg) if extra else None
+        if site is not None:
+            fields = site[0]
+            if site[2]:
+                if site[1] is None:
+                    run.result.unparsed.append((line_no, line, "unreadable time in site pattern"))
+                    return
+                when = site[1]
+        else:
+            fwd = _UFM_FWD_RE.match(msg) if msg.find(" - ", 0, 48) >= 0 else None
+            if fwd is not None:
+                fields, when = _ufm(sib, fwd.group(1), env_when)
+            else:
+                fields = _recognise(msg, sd_port, sib)
+    run.add(line_no, line, when, fields, host, msg)
+
+
+def _ufm(
+    sib: _Siblings, native: str, envelope_when: datetime | Stamp | None
+) -> tuple[Recognised, datetime | Stamp | None]:
+    """A UFM events.log line: its own time (it has the year) unless the envelope has a zone."""
+    parsed = sib.ufm_line(native)
+    if parsed is None or isinstance(parsed, str):
+        return parsed, envelope_when
+    ufm_when, fields, _ = parsed
+    if isinstance(envelope_when, datetime) and envelope_when.tzinfo is not None:
+        return fields, envelope_when
+    return fields, ufm_when

@@ -1,0 +1,146 @@
+"""Switch-side collection in a sweep: SNMP polls and Onyx CLI reads of every configured switch.
+
+One dead switch never stops the others: every device gets a status row (ok, timeout,
+auth_failed, parse_failed, ...). SNMP polls become port events by comparison with the previous
+poll of the same switch (a status change, or ifLastChange moving = a flap between polls).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from auditor.collect.onyx import SwitchSsh, collect_switches
+from auditor.collect.snmp import SnmpPort, SnmpResult, SnmpTarget, flaps_between, poll
+from auditor.config import Settings, SwitchSettings
+from auditor.models import PortEvent
+from auditor.portmap import PortMap
+from auditor.store import SourceMeta, Store
+
+_SNMP_STATES = {"down": "down", "up": "up", "flap": "flap", "reboot": "switch_reboot"}
+
+
+@dataclass(slots=True)
+class DeviceOutcome:
+    device: str
+    collector: str
+    status: str
+    detail: str
+    events: int = 0
+
+
+def _target(sw: SwitchSettings) -> SnmpTarget:
+    s = sw.snmp
+    assert s is not None  # noqa: S101 - callers pass only switches with SNMP settings
+    return SnmpTarget(name=sw.name, host=sw.host, port=s.port, version=s.version,
+                      community=s.community, user=s.user, auth_key=s.auth_key,
+                      priv_key=s.priv_key, auth_proto=s.auth_proto, priv_proto=s.priv_proto,
+                      timeout_s=s.timeout_s, retries=s.retries)
+
+
+def _previous(store: Store, device: str, before: datetime) -> SnmpResult | None:
+    rows = store.last_snmp_poll(device, before)
+    if not rows:
+        return None
+    ports = [SnmpPort(r["if_index"], r["if_name"], r["oper_status"], r["admin_status"],
+                      r["last_change_ticks"], r["in_errors"], r["out_errors"],
+                      r["hc_in_octets"], r["hc_out_octets"], r["symbol_errors"],
+                      r["phys_state"]) for r in rows]
+    return SnmpResult(device, "ok", "", rows[0]["polled_at"].replace(tzinfo=UTC),
+                      rows[0]["sys_uptime_ticks"], ports)
+
+
+def _fabric_map(store: Store, settings: Settings, at: datetime) -> PortMap:
+    times = store.snapshot_times(at, limit=1)
+    return PortMap(store.fabric(times[0]) if times else None, settings.aliases)
+
+
+def store_snmp(store: Store, settings: Settings, results: list[SnmpResult],
+               pm: PortMap) -> list[DeviceOutcome]:
+    """Write poll results, and the port events they imply, in the caller's transaction."""
+    outcomes = []
+    for res in results:
+        store.add_device_status(res.polled_at, res.target, "snmp", res.status, res.detail)
+        outcome = DeviceOutcome(res.target, "snmp", res.status, res.detail)
+        outcomes.append(outcome)
+        if res.status != "ok":
+            continue
+        before = _previous(store, res.target, res.polled_at.replace(tzinfo=None))
+        rows = []
+        for p in res.ports:
+            r = pm.resolve(res.target, p.if_name)
+            rows.append({"if_index": p.if_index, "if_name": p.if_name,
+                         "oper_status": p.oper_status, "admin_status": p.admin_status,
+                         "last_change_ticks": p.last_change_ticks, "in_errors": p.in_errors,
+                         "out_errors": p.out_errors, "hc_in_octets": p.hc_in_octets,
+                         "hc_out_octets": p.hc_out_octets, "symbol_errors": p.symbol_errors,
+                         "phys_state": p.phys_state, "guid": r.guid, "port": r.port})
+        store.add_snmp_ports(res.polled_at, res.target, res.sys_uptime_ticks, rows)
+        if before is None:
+            continue
+        events = []
+        for change in flaps_between(before, res):
+            state = _SNMP_STATES.get(change.kind)
+            if state is None:
+                continue
+            port_name = change.if_name or None
+            r = pm.resolve(res.target, port_name) if port_name else pm.resolve(res.target, "0")
+            events.append(PortEvent(
+                at=change.at_estimate or res.polled_at, state=state, device=res.target,
+                port_name=port_name, guid=r.guid, port=r.port if port_name else None,
+                message=change.detail))
+        if events:
+            digest = hashlib.sha256(f"snmp:{res.target}:{res.polled_at.isoformat()}".encode())
+            sid = store.add_source(SourceMeta("snmp", f"snmp://{res.target}", digest.hexdigest(),
+                                              "snmp", res.polled_at, True, len(res.ports), 0,
+                                              len(events)))
+            store.add_events(sid, "snmp", events)
+            outcome.events = len(events)
+    return outcomes
+
+
+def poll_snmp(store: Store, settings: Settings, now: datetime | None = None,
+              names: list[str] | None = None) -> list[DeviceOutcome]:
+    switches = [s for s in settings.switches
+                if s.snmp is not None and (not names or s.name in names)]
+    if not switches:
+        return []
+    results = poll([_target(s) for s in switches], concurrency=settings.snmp_concurrency)
+    pm = _fabric_map(store, settings, now or datetime.now(UTC))
+    with store.transaction():
+        return store_snmp(store, settings, results, pm)
+
+
+def collect_cli(
+    store: Store, settings: Settings, now: datetime | None = None
+) -> list[DeviceOutcome]:
+    """Read interface status and transceivers (vendor, PN, S/N, length) over SSH."""
+    switches = [s for s in settings.switches if s.ssh is not None]
+    if not switches:
+        return []
+    targets = []
+    for s in switches:
+        assert s.ssh is not None  # noqa: S101 - filtered above
+        targets.append(SwitchSsh(name=s.name, host=s.host, port=s.ssh.port, user=s.ssh.user,
+                                 password=s.ssh.password, key_file=s.ssh.key_file,
+                                 known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s))
+    moment = now or datetime.now(UTC)
+    results = collect_switches(targets)
+    pm = _fabric_map(store, settings, moment)
+    outcomes = []
+    with store.transaction():
+        for res in results:
+            store.add_device_status(moment, res.name, "ssh", res.status, res.detail)
+            outcomes.append(DeviceOutcome(res.name, "ssh", res.status, res.detail))
+            rows: list[dict[str, Any]] = []
+            for t in res.transceivers:
+                r = pm.resolve(res.name, t.port)
+                rows.append({"port_name": t.port, "guid": r.guid, "port": r.port,
+                             "present": t.present, "vendor": t.vendor,
+                             "part_number": t.part_number, "serial_number": t.serial_number,
+                             "length": t.length, "cable_type": t.cable_type,
+                             "revision": t.revision})
+            store.add_transceivers(moment, res.name, rows)
+    return outcomes

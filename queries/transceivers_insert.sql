@@ -1,0 +1,6 @@
+-- Cable / transceiver inventory read from one switch.
+insert into transceivers (seen_at, device, port_name, guid, port, present, vendor, part_number,
+                          serial_number, length, cable_type, revision)
+select $seen_at, $device, unnest($port_name), unnest($guid), unnest($port), unnest($present),
+       unnest($vendor), unnest($part_number), unnest($serial_number), unnest($length),
+       unnest($cable_type), unnest($revision);
