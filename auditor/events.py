@@ -9,7 +9,6 @@ ingest. An unreadable file does (exit 2), and then nothing of the command is sto
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -23,8 +22,8 @@ from auditor.ingest import IngestResult
 from auditor.models import PortEvent
 from auditor.parse import opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
-from auditor.portmap import PortMap
-from auditor.store import SourceMeta, Store
+from auditor.portmap import PortMap, Resolved
+from auditor.store import Placement, SourceMeta, Store
 
 LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")
 
@@ -68,14 +67,6 @@ def detect_log_kind(head: str, path: Path) -> str:
                        f"({', '.join(LOG_KINDS)})")
 
 
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.SyslogResult:
     reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     lines = [(n, text + "\n") for n, text in found.candidates]
@@ -98,20 +89,31 @@ def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.Sy
 
 
 def _map(events: list[PortEvent], pm: PortMap,
-         issues: Counter[str], first: dict[str, tuple[int, str]]) -> list[PortEvent]:
-    out = []
+         issues: Counter[str], first: dict[str, tuple[int, str]]) -> list[Placement]:
+    """Where each event sits in the fabric graph: (GUID, port, peer GUID, peer port)."""
+    out: list[Placement] = []
+    # A day of switch logs names a few thousand ports many times over: resolve each once.
+    cache: dict[tuple[str | None, str | None, str | None, int | None], Resolved] = {}
+
+    def resolve(device: str | None, name: str | None, guid: str | None,
+                port: int | None) -> Resolved:
+        key = (device, name, guid, port)
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = pm.resolve(device, name, guid, port)
+        return hit
+
     for e in events:
-        r = pm.resolve(e.device, e.port_name, e.guid, e.port)
+        r = resolve(e.device, e.port_name, e.guid, e.port)
         peer_guid, peer_port = e.peer_guid, e.peer_port
         if e.peer_guid or e.peer_device:
-            p = pm.resolve(e.peer_device, e.peer_port_name, e.peer_guid, e.peer_port)
+            p = resolve(e.peer_device, e.peer_port_name, e.peer_guid, e.peer_port)
             peer_guid, peer_port = p.guid, p.port
         if r.reason and not (r.guid and e.state.startswith("switch_")):
             why = f"event on an unmapped port: {r.reason}"
             issues[why] += 1
             first.setdefault(why, (e.line_no, e.message[:200]))
-        out.append(replace(e, guid=r.guid, port=r.port, peer_guid=peer_guid,
-                           peer_port=peer_port))
+        out.append((r.guid, r.port, peer_guid, peer_port))
     return out
 
 
@@ -127,7 +129,7 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
         file_kind = detect_log_kind(head, path) if kind == "auto" else kind
         prefilter = "|".join([_PREFILTERS[file_kind], *(p.pattern for p in opts.extra)])
         found = scan(path, prefilter, _ENVELOPES[file_kind])
-        prepared.append((path, file_kind, found, _digest(path)))
+        prepared.append((path, file_kind, found, found.sha256))
     results = []
     with store.transaction():
         for path, file_kind, found, digest in prepared:
@@ -160,12 +162,12 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                                      (e.line_no, e.message[:200]))
                     continue
                 events.append(e)
-            events = _map(events, pm, issues, first)
+            placed = _map(events, pm, issues, first)
             result.records = len(events)
             bad = sum(v for k, v in issues.items() if not k.startswith("event on an unmapped"))
             sid = store.add_source(SourceMeta(file_kind, str(path), digest, "file", moment,
                                               False, found.total_lines, bad, len(events)))
-            store.add_events(sid, file_kind, events)
+            store.add_events(sid, file_kind, events, placed)
             store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                    for why, n in issues.items()])
             result.source_id = sid

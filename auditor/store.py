@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +39,27 @@ def utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
-def _events_params(events: Sequence[PortEvent]) -> dict[str, list[Any]]:
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+Placement = tuple[str | None, int | None, str | None, int | None]  # guid, port, peer guid, port
+
+
+def _events_params(events: Sequence[PortEvent],
+                   placed: Sequence[Placement] | None) -> dict[str, list[Any]]:
+    if placed is None:
+        placed = [(e.guid, e.port, e.peer_guid, e.peer_port) for e in events]
     return {
         "line_no": [e.line_no for e in events],
-        "event_at": [utc_naive(e.at) for e in events],
+        "event_us": [(e.at - _EPOCH) // _MICROSECOND for e in events],
         "state": [e.state for e in events],
         "device": [e.device for e in events],
         "port_name": [e.port_name for e in events],
-        "guid": [e.guid for e in events],
-        "port": [e.port for e in events],
+        "guid": [p[0] for p in placed],
+        "port": [p[1] for p in placed],
         "peer_device": [e.peer_device for e in events],
         "peer_port_name": [e.peer_port_name for e in events],
-        "peer_guid": [e.peer_guid for e in events],
-        "peer_port": [e.peer_port for e in events],
+        "peer_guid": [p[2] for p in placed],
+        "peer_port": [p[3] for p in placed],
         "cable_serial": [e.cable_serial for e in events],
         "code": [e.code for e in events],
         "message": [e.message for e in events],
@@ -262,10 +270,12 @@ class Store:
         return fab
 
     # -- port events ----------------------------------------------------------------------
-    def add_events(self, source_id: int, origin: str, events: Sequence[PortEvent]) -> None:
+    def add_events(self, source_id: int, origin: str, events: Sequence[PortEvent],
+                   placed: Sequence[Placement] | None = None) -> None:
+        """Store events; `placed` overrides their (GUID, port, peer GUID, peer port)."""
         if events:
-            self.run("port_events_insert", source_id=source_id, origin=origin,
-                     **_events_params(events))
+            self.run("port_events_stage", **_events_params(events, placed))
+            self.run("port_events_insert", source_id=source_id, origin=origin)
 
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:

@@ -463,3 +463,25 @@ def test_parsers_never_raise(
         kw["reference"] = None if year else REF
     result = PARSERS[kind](numbered_lines, **kw)
     check_invariants(result, numbered_lines)
+
+
+# The fast path for the commonest line shape must give exactly what the general path gives.
+@given(
+    stamp=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31)),  # noqa: DTZ001
+    micros=st.sampled_from(["", ".5", ".478325", ".123"]),
+    zone=st.sampled_from(["Z", "+00:00", "-07:00", "+05:30"]),
+    host=st.from_regex(r"[a-z][a-z0-9.-]{0,20}", fullmatch=True),
+    tag=st.sampled_from(["mgmtd[4128]: [mgmtd.NOTICE]: ", "mgmtd: ", "pm[12]: "]),
+    port=st.from_regex(r"IB1/[0-9]{1,2}(/[12])?", fullmatch=True),
+    state=st.sampled_from(["UP", "DOWN"]),
+)
+def test_fast_path_equals_general_path(stamp: datetime, micros: str, zone: str, host: str,
+                                       tag: str, port: str, state: str) -> None:
+    from auditor.parse import syslog
+
+    line = (f"{stamp:%Y-%m-%dT%H:%M:%S}{micros}{zone} {host} {tag}Interface {port} "
+            f"changed state to {state}\n")
+    fast, rest = syslog._fast_onyx([(3, line)])
+    general = syslog.run_lines([(3, line)], syslog._one, year=None, reference=None,
+                               tz=UTC).events
+    assert rest == [] and fast == general

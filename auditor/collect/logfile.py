@@ -9,6 +9,7 @@ grep count all lines and the lines without a recognisable envelope in parallel. 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -24,6 +25,14 @@ from auditor.errors import AuditorError
 _C_LOCALE = {**os.environ, "LC_ALL": "C"}
 
 
+def to_ere(pattern: str) -> str | None:
+    """The same regex in POSIX ERE, which GNU grep runs as a DFA (twice as fast as PCRE on
+    alternations of literals); None when the pattern needs PCRE (lookarounds, backrefs)."""
+    ere = re.sub(r"\(\?P<\w+>", "(", pattern).replace("(?:", "(").replace(r"\d", "[0-9]")
+    ere = ere.replace(r"\s", "[[:space:]]").replace(r"\w", "[[:alnum:]_]")
+    return None if "(?" in ere or re.search(r"\\[1-9]", ere) else ere
+
+
 @dataclass(slots=True)
 class LogScan:
     total_lines: int
@@ -31,6 +40,7 @@ class LogScan:
     candidates: list[tuple[int, str]]  # (line number, text) of lines matching the prefilter
     last_line_complete: bool
     first_no_envelope: tuple[int, str] | None = None  # the first garbage line, as an example
+    sha256: str = ""
 
 
 def read_head(path: Path) -> bytes:
@@ -54,11 +64,22 @@ def read_head(path: Path) -> bytes:
 
 def _grep_argv(pattern: str, mode: str) -> list[str]:
     grep = shutil.which("grep") or "grep"
+    ere = to_ere(pattern)
+    syntax = ["-E", ere] if ere is not None else ["-P", pattern]
     if mode == "count-other":
-        return [grep, "-a", "-c", "-v", "-P", pattern]
+        return [grep, "-a", "-c", "-v", *syntax]
     if mode == "first-other":
-        return [grep, "-a", "-n", "-m", "1", "-v", "-P", pattern]
-    return [grep, "-a", "-n", "-P", pattern]
+        return [grep, "-a", "-n", "-m", "1", "-v", *syntax]
+    return [grep, "-a", "-n", *syntax]
+
+
+def digest(path: Path) -> str:
+    """sha256 of the file as stored (hashlib releases the GIL: runs beside the greps)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def _run(argv: list[str], path: Path) -> bytes:
@@ -101,8 +122,9 @@ def _decode(raw: bytes) -> str:
 
 
 def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan:
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         hits = pool.submit(_run, _grep_argv(prefilter, "match"), path)
+        sha = pool.submit(digest, path)
         total = pool.submit(_run, ["wc", "-l"], path)
         garbage = pool.submit(_run, _grep_argv(envelope, "count-other"), path) if envelope \
             else None
@@ -122,7 +144,7 @@ def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan
         if envelope and bad > 0:
             number, _, text = _run(_grep_argv(envelope, "first-other"), path).partition(b":")
             example = (int(number), _decode(text.rstrip(b"\n")))
-    return LogScan(lines, bad, candidates, last_complete, example)
+    return LogScan(lines, bad, candidates, last_complete, example, sha.result())
 
 
 def _iter_lines(path: Path) -> Iterator[bytes]:
@@ -143,7 +165,8 @@ def _scan_with_python(path: Path, prefilter: str, envelope: str | None) -> LogSc
         if env is not None and not env.search(raw):
             bad += 1
             example = example or (total, _decode(raw.rstrip(b"\n")))
-    return LogScan(total, bad if env else -1, candidates, last.endswith(b"\n"), example)
+    return LogScan(total, bad if env else -1, candidates, last.endswith(b"\n"), example,
+                   digest(path))
 
 
 def scan(path: Path, prefilter: str, envelope: str | None = None) -> LogScan:

@@ -30,9 +30,9 @@ from datetime import UTC, datetime, tzinfo
 
 from auditor.parse._common import norm_guid
 from auditor.parse.syslog import (
-    _DAY,
-    _TWO,
+    DAY_FIELD,
     MONTHS,
+    TWO_DIGITS,
     EventFields,
     LogRun,
     Recognised,
@@ -63,8 +63,9 @@ def split_opensm_line(line: str) -> tuple[Stamp, str] | None:
     month = MONTHS.get(line[:3])
     arrow = line.find(" -> ", 23, 48)
     if month is not None and arrow > 0 and line[15:16] == " " and line[22:24] == " [":
-        day, usec = _DAY.get(line[4:6]), line[16:22]
-        hh, mm, ss = _TWO.get(line[7:9]), _TWO.get(line[10:12]), _TWO.get(line[13:15])
+        day, usec = DAY_FIELD.get(line[4:6]), line[16:22]
+        two = TWO_DIGITS.get
+        hh, mm, ss = two(line[7:9]), two(line[10:12]), two(line[13:15])
         if (
             day is not None and hh is not None and mm is not None and ss is not None
             and line[9] == ":" and line[12] == ":" and usec.isdigit() and usec.isascii()

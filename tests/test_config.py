@@ -1,0 +1,44 @@
+"""The config file: the shipped example loads, and every mistake names its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from auditor.config import load
+from auditor.errors import ConfigError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_example_config_loads() -> None:
+    settings = load(REPO / "auditor.example.toml", None)
+    assert settings.sweep.ibqueryerrors_args == ("--skip-sl",)
+    assert settings.logs.tz == "UTC"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[sweep]\npassword = \"hunter2\"\n", "sweep.password"),
+        ("[sweep]\nport = \"22\"\n", "sweep.port"),
+        ("[sweep]\nbogus = 1\n", "sweep.bogus"),
+        ("[logs]\ntz = \"Mars/Olympus\"\n", "logs.tz"),
+        ("[logs]\npatterns = ['(unclosed']\n", "logs.patterns[0]"),
+        ("[logs]\npatterns = ['no state group']\n", "logs.patterns[0]"),
+        ("[[switches]]\nname = \"leaf01\"\nhost = \"h\"\nsnmp = { community = \"public\" }\n",
+         "switches[0].snmp.community"),
+        ("[[switches]]\nname = \"leaf01\"\nhost = \"h\"\nssh = { password = \"env:X\" }\n",
+         "switches[0].ssh.user"),
+        ("[[switches]]\nname = \"leaf01\"\nhost = \"h\"\ncolour = 1\n", "switches[0].colour"),
+        ("[sweep\n", "auditor.toml"),
+    ],
+)
+def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load(cfg, None)
+    assert key in str(err.value)
+    assert "hunter2" not in str(err.value) and "public" not in str(err.value)
