@@ -350,6 +350,59 @@ def _end_label(end: dict[str, Any]) -> str:
 
 
 @app.command()
+def suspects(
+    since: SinceOpt = "24h",
+    until: UntilOpt = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="show the best N")] = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Which cables, transceivers, switch ports, switches and hosts to act on, best first: each
+    with both ends, a score, the evidence (flaps, downtime, failed jobs, GPU-hours, NCCL error
+    pairs, error counters) and what to do.
+
+    Example:
+
+        auditor suspects --since 24h --limit 10
+
+        auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
+    """
+    from auditor.correlate import gather
+    from auditor.rank import as_json, rank
+    from auditor.store import Store, utc_naive
+
+    _check_format(fmt)
+    if limit is not None and limit < 1:
+        raise AuditorError("--limit must be at least 1")
+    settings = _settings()
+    start, end = _window(since, until)
+    with Store(settings.db, read_only=True) as store:
+        evidence = gather(store, utc_naive(start), utc_naive(end), aliases=settings.aliases)
+    data = as_json(evidence, rank(evidence), limit)
+    if fmt == "json":
+        _out(to_json(data))
+        return
+    rows = [{
+        "rank": s["rank"], "score": s["score"], "component": s["component"],
+        "end A": _label_end(s["ends"][0]),
+        "end B": _label_end(s["ends"][1]) if len(s["ends"]) > 1 else "",
+        "flaps": s["flaps"], "jobs": s["jobs_failed"], "GPU-h": s["gpu_hours_lost"],
+        "evidence": s["evidence"][0] if s["evidence"] else "", "action": s["action"],
+    } for s in data["suspects"]]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv"))
+        return
+    jobs = data["jobs"]
+    _out(f"window {data['window']['since']} .. {data['window']['until']}: "
+         f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
+         f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained")
+    _out(render_rows(rows, "table", title="suspects, best first"))
+
+
+def _label_end(end: dict[str, Any]) -> str:
+    return f"{end['name']} {end['label']}".strip()
+
+
+@app.command()
 def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
     """Raw port state changes in a window, oldest first, each with its source file and line.
 

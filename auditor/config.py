@@ -88,6 +88,22 @@ class SwitchSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HostSettings:
+    """`[hosts]`: compute nodes read over SSH for the HCA end of their links."""
+
+    names: tuple[str, ...] = ()
+    user: str | None = None
+    port: int = 22
+    password: Secret | None = None
+    key_file: Path | None = None
+    known_hosts: Path | None = None
+    timeout_s: float = 30.0
+    concurrency: int = 16
+    kernel_log: str = "dmesg"  # "dmesg" (dmesg -T) or "journal" (journalctl -k) or "none"
+    sysfs_root: str = "/sys/class/infiniband"
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     year: int | None = None
     tz: str = "UTC"
@@ -105,6 +121,7 @@ class Settings:
     snmp_concurrency: int = 32
     aliases: dict[str, str] = field(default_factory=dict)  # name in logs -> name in the fabric
     logs: LogSettings = field(default_factory=LogSettings)
+    hosts: HostSettings = field(default_factory=HostSettings)
 
     @property
     def captures_dir(self) -> Path:
@@ -144,7 +161,9 @@ def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 _KNOWN = {
-    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs"},
+    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs", "hosts"},
+    "hosts": {"names", "user", "port", "password", "key_file", "known_hosts", "timeout_s",
+              "concurrency", "kernel_log", "sysfs_root"},
     "snmp": {"concurrency"},
     "logs": {"year", "tz", "patterns"},
     "store": {"db", "captures"},
@@ -218,6 +237,19 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"logs.tz: unknown time zone {tz!r}") from None
     snmp = data.get("snmp", {})
+    hosts = data.get("hosts", {})
+    kernel_log = _get(hosts, "kernel_log", str, "hosts") or "dmesg"
+    if kernel_log not in ("dmesg", "journal", "none"):
+        raise ConfigError("hosts.kernel_log: use dmesg, journal or none")
+    host_settings = HostSettings(
+        names=_args(hosts, "names", "hosts"), user=_get(hosts, "user", str, "hosts"),
+        port=_get(hosts, "port", int, "hosts") or 22, password=_secret(hosts, "password", "hosts"),
+        key_file=_path(_get(hosts, "key_file", str, "hosts"), base),
+        known_hosts=_path(_get(hosts, "known_hosts", str, "hosts"), base),
+        timeout_s=float(_get(hosts, "timeout_s", (int, float), "hosts") or 30.0),
+        concurrency=_get(hosts, "concurrency", int, "hosts") or 16, kernel_log=kernel_log,
+        sysfs_root=_get(hosts, "sysfs_root", str, "hosts") or "/sys/class/infiniband",
+    )
     return Settings(
         db=chosen_db,
         config_path=config_path,
@@ -228,6 +260,7 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         snmp_concurrency=_get(snmp, "concurrency", int, "snmp") or 32,
         aliases=dict(aliases),
         logs=LogSettings(_get(logs, "year", int, "logs"), tz, patterns),
+        hosts=host_settings,
     )
 
 

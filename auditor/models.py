@@ -117,3 +117,60 @@ class PortEvent:
     code: str | None = None  # the source's own event id (UFM 329, IB event 10, ...)
     line_no: int = 0
     message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job allocation from the scheduler (Slurm sacct/jobcomp, or a generic JSONL export)."""
+
+    job_id: str
+    state: str  # upper case as Slurm prints it: COMPLETED, FAILED, NODE_FAIL, TIMEOUT, ...
+    start: datetime | None  # aware UTC; None if it never started
+    end: datetime | None  # None while still running ("Unknown")
+    nodes: tuple[str, ...]  # expanded host names
+    name: str | None = None
+    partition: str | None = None
+    gpus: int | None = None  # GPUs of the whole allocation (AllocTRES gres/gpu), if known
+    exit_code: str | None = None
+    line_no: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class JobError:
+    """One failure line from a job's own log (NCCL, PyTorch, torchelastic, CUDA)."""
+
+    at: datetime | None  # aware UTC; None when the line carries no time (NCCL < 2.26 INFO)
+    kind: str  # completion_error, async_event, remote_error, watchdog_timeout, elastic_failed,
+    #            socket_error, gpu_error, oom, ...
+    network: bool  # True when the line points at the network (IB completion error, port event)
+    host: str | None = None  # local host as printed (short name or pod name)
+    hca: str | None = None  # mlx5_3
+    hca_port: int | None = None
+    peer: str | None = None  # remote IP, IPv6 or GID as printed
+    status: int | None = None  # ibv_wc_status (12 = IBV_WC_RETRY_EXC_ERR)
+    status_name: str | None = None
+    rank: int | None = None
+    line_no: int = 0
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostAddress:
+    """An address (IPoIB, OOB, GID) that names a host, from an /etc/hosts-style file."""
+
+    address: str
+    host: str
+    aliases: tuple[str, ...] = ()
+    line_no: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceWindow:
+    """A declared maintenance window: flaps of the target inside it are not held against it.
+    target: a host, a switch, or a link written `switch:port` or `a:port-b:port`."""
+
+    target: str
+    start: datetime
+    end: datetime
+    reason: str = ""
+    line_no: int = 0

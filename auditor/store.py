@@ -16,7 +16,18 @@ import duckdb
 
 from auditor import sql
 from auditor.errors import AuditorError
-from auditor.models import Fabric, FabricNode, Link, NodeType, Port, PortEvent
+from auditor.models import (
+    Fabric,
+    FabricNode,
+    HostAddress,
+    Job,
+    JobError,
+    Link,
+    MaintenanceWindow,
+    NodeType,
+    Port,
+    PortEvent,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,15 @@ class Store:
             raise AuditorError(f"{self.path}: cannot open database: {exc}") from exc
         if not read_only:
             self._migrate()
+        elif self.schema_version() < self.latest_version():
+            # An older database opened by a read-only command: upgrade it once, then go on
+            # read-only (migrations only add tables and columns).
+            self._con.close()
+            upgrade = duckdb.connect(str(self.path))
+            self._con = upgrade
+            self._migrate()
+            upgrade.close()
+            self._con = duckdb.connect(str(self.path), read_only=True)
 
     def __enter__(self) -> Store:
         return self
@@ -101,6 +121,10 @@ class Store:
             return 0
         ver = self._con.execute("select max(version) from schema_version").fetchone()
         return int(ver[0]) if ver and ver[0] is not None else 0
+
+    @staticmethod
+    def latest_version() -> int:
+        return max([1, *(v for v, _ in sql.migrations())])
 
     def _migrate(self) -> None:
         current = self.schema_version()
@@ -340,3 +364,62 @@ class Store:
 
     def transceivers(self) -> list[dict[str, Any]]:
         return self.run_dicts("transceivers_latest")
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def add_jobs(self, source_id: int, jobs: Sequence[Job]) -> None:
+        """Store jobs; an earlier record of the same job id and start is replaced."""
+        if not jobs:
+            return
+        ids = [j.job_id for j in jobs]
+        starts = [utc_naive(j.start) if j.start else None for j in jobs]
+        self.run("jobs_forget", job_id=ids, start_at=starts)
+        self.run("job_nodes_forget", job_id=ids, start_at=starts)
+        self.run("jobs_insert", source_id=source_id, job_id=ids, state=[j.state for j in jobs],
+                 start_at=starts, end_at=[utc_naive(j.end) if j.end else None for j in jobs],
+                 name=[j.name for j in jobs], partition=[j.partition for j in jobs],
+                 gpus=[j.gpus for j in jobs], exit_code=[j.exit_code for j in jobs],
+                 line_no=[j.line_no for j in jobs])
+        pairs = [(j.job_id, s, h) for j, s in zip(jobs, starts, strict=True) for h in j.nodes]
+        if pairs:
+            self.run("job_nodes_insert", job_id=[p[0] for p in pairs],
+                     start_at=[p[1] for p in pairs], host=[p[2] for p in pairs])
+
+    def jobs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("jobs_window", since=utc_naive(since), until=utc_naive(until))
+
+    def add_job_errors(self, source_id: int, job_id: str | None, errors: Sequence[JobError],
+                       first: set[int]) -> None:
+        """first: the line numbers of the errors that are the first of their (host, HCA, peer)."""
+        if not errors:
+            return
+        self.run("job_errors_insert", source_id=source_id, job_id=job_id,
+                 line_no=[e.line_no for e in errors],
+                 event_at=[utc_naive(e.at) if e.at else None for e in errors],
+                 kind=[e.kind for e in errors], network=[e.network for e in errors],
+                 host=[e.host for e in errors], hca=[e.hca for e in errors],
+                 hca_port=[e.hca_port for e in errors], peer=[e.peer for e in errors],
+                 status=[e.status for e in errors], status_name=[e.status_name for e in errors],
+                 rank=[e.rank for e in errors], is_first=[e.line_no in first for e in errors],
+                 message=[e.message for e in errors])
+
+    def job_errors(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until))
+
+    def add_host_addresses(self, source_id: int, rows: Sequence[HostAddress]) -> None:
+        if rows:
+            self.run("host_addresses_insert", source_id=source_id,
+                     address=[r.address for r in rows], host=[r.host for r in rows])
+
+    def host_addresses(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.run("host_addresses_all")}
+
+    def add_maintenance(self, source_id: int | None, rows: Sequence[MaintenanceWindow]) -> None:
+        if rows:
+            self.run("maintenance_insert", source_id=source_id, target=[r.target for r in rows],
+                     start_at=[utc_naive(r.start) for r in rows],
+                     end_at=[utc_naive(r.end) for r in rows], reason=[r.reason for r in rows])
+
+    def maintenance(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("maintenance_window", since=utc_naive(since),
+                              until=utc_naive(until))

@@ -1,0 +1,235 @@
+"""Ranking: one explainable score per link (and per switch or host for common-mode events),
+a verdict (cable, transceiver, switch_port, switch, hca, host) and an action in words.
+
+Points, each written into the evidence:
+- every flap 1, every flap longer than NCCL's death time (about 7 s) 2 more, and the
+  cumulative downtime as 0.5 * log2(1 + downtime / 7 s): downtime kills jobs, not flap counts;
+- every failed job the link is blamed for 3, plus GPU-hours lost (0.01 per GPU-hour, at most 3);
+- failing NCCL pairs' votes 2 per vote;
+- symbol errors or link-error recoveries above their rate thresholds (IBTA BER 1e-12 is about
+  120 symbol errors an hour) 2, growing in several intervals 1 more; saturated counters 1;
+- LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
+The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from auditor.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent, Settings
+from auditor.models import NodeType
+
+COMPONENTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
+
+
+@dataclass(slots=True)
+class Suspect:
+    component: str
+    ends: list[dict[str, Any]]
+    points: float
+    flaps: int = 0
+    downtime_s: float = 0.0
+    jobs_failed: int = 0
+    gpu_hours_lost: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+    action: str = ""
+    first_at: datetime | None = None
+    last_at: datetime | None = None
+
+    @property
+    def score(self) -> float:
+        return round(1 - math.exp(-self.points / 6), 3)
+
+
+def port_label(node_type: NodeType, port: int | None, device: str | None) -> str:
+    """What is printed on the faceplate: IB1/<n> on a 1U switch, the HCA and port on a host."""
+    if port is None:
+        return ""
+    if node_type == NodeType.SWITCH:
+        return f"IB1/{port}"
+    return f"{device or 'HCA'} port {port}"
+
+
+def _end(ev: Evidence, guid: str, port: int | None) -> dict[str, Any]:
+    node = ev.fabric.nodes.get(guid)
+    if node is not None:
+        name, kind, device = node.name, node.node_type, node.device
+    else:  # gone from the newest snapshot (unplugged, powered off): as last seen
+        name, last_type = ev.names.get(guid, (guid, "switch"))
+        kind, device = NodeType(last_type), None
+    return {"name": name, "guid": guid, "port": port,
+            "label": port_label(kind, port, device)}
+
+
+def _fmt(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S") if at else "?"
+
+
+def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | None:
+    points = 0.0
+    evidence: list[str] = []
+    real = [f for f in le.flaps if f.counted_from is None]
+    counted = [f for f in le.flaps if f.counted_from is not None]
+    durations = [f.duration_s for f in real if f.duration_s is not None]
+    still_down = [f for f in real if f.up_at is None]
+    downtime = sum(durations) + sum((ev.until - f.down_at).total_seconds()
+                                    for f in still_down if f.down_at)
+    long_flaps = sum(1 for d in durations if d >= NCCL_DEATH_S) + len(still_down)
+    if real:
+        points += len(real) + 2 * long_flaps + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S)
+        sources = sorted({s for f in real for s in f.sources})
+        evidence.append(
+            f"{len(real)} flap(s), {long_flaps} longer than {NCCL_DEATH_S:.0f} s, "
+            f"{downtime:.0f} s down in all (first {_fmt(real[0].down_at)}, "
+            f"seen by {', '.join(sources)})")
+    if still_down:
+        evidence.append(f"still down since {_fmt(still_down[0].down_at)}")
+    if counted:
+        points += len(counted)
+        evidence.append(f"{len(counted)} more link-down(s) counted by LinkDownedCounter that no "
+                        "log shows")
+    if le.jobs:
+        gpu_hours = sum(j["gpu_hours"] for j in le.jobs)
+        points += 3 * len(le.jobs) + min(3.0, 0.01 * gpu_hours)
+        ids = ", ".join(sorted({j["job_id"] for j in le.jobs})[:5])
+        evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
+    if le.votes:
+        points += 2 * le.votes
+        evidence.append(f"NCCL error pairs of {len(le.voters)} job(s) point here "
+                        f"({le.votes:.2f} votes)")
+    one_sided: str | None = None
+    hours = max(le.hours, 1e-9)
+    erroring = []
+    for port_key, counters in le.counters.items():
+        symbols = counters.get("SymbolErrorCounter", 0)
+        recov = counters.get("LinkErrorRecoveryCounter", 0)
+        rcv = counters.get("PortRcvErrors", 0)
+        if symbols / hours > cfg.symbol_errors_per_hour or \
+                recov / hours > cfg.link_error_recovery_per_hour or rcv / hours > 100:
+            erroring.append(port_key)
+            name = _end(ev, *port_key)["name"]
+            evidence.append(f"{name} port {port_key[1]}: {symbols} symbol errors, "
+                            f"{recov} link-error recoveries, {rcv} receive errors in "
+                            f"{hours:.1f} h (threshold {cfg.symbol_errors_per_hour:.0f}/h)")
+    if erroring:
+        points += 2
+        if max(le.rising.get(k, 0) for k in erroring) >= 2:
+            points += 1
+            evidence.append("symbol errors grew in several successive snapshots")
+        if len(le.link) == 2 and len(erroring) == 1:
+            one_sided = erroring[0]  # type: ignore[assignment]
+    if le.saturated:
+        points += 1
+        evidence.append(f"saturated counters (true count is higher): "
+                        f"{', '.join(sorted(le.saturated))}")
+    if le.degraded:
+        points += 2
+        evidence.append(le.degraded)
+    if le.maintenance_flaps:
+        evidence.append(f"{le.maintenance_flaps} flap(s) inside declared maintenance "
+                        "(not counted)")
+    if le.common_mode_flaps:
+        evidence.append(f"{le.common_mode_flaps} flap(s) during a whole-switch/host event "
+                        "(not counted)")
+    if points <= 0:
+        return None
+    ends = [_end(ev, g, p) for g, p in le.link]
+    types = {ev.fabric.nodes[g].node_type for g, _ in le.link if g in ev.fabric.nodes}
+    component, action = _verdict(ends, types, real, one_sided, ev, le)
+    dates = [f.down_at for f in le.flaps if f.down_at] + [j["died_at"] for j in le.jobs]
+    return Suspect(component, ends, points, flaps=len(le.flaps), downtime_s=round(downtime, 1),
+                   jobs_failed=len(le.jobs),
+                   gpu_hours_lost=round(sum(j["gpu_hours"] for j in le.jobs), 1),
+                   evidence=evidence, action=action,
+                   first_at=min(dates) if dates else None, last_at=max(dates) if dates else None)
+
+
+def _where(end: dict[str, Any]) -> str:
+    return f"{end['name']} {end['label'] or end['port']}".strip()
+
+
+def _verdict(ends: list[dict[str, Any]], types: set[NodeType], flaps: list[Any],
+             one_sided: Any, ev: Evidence, le: LinkEvidence) -> tuple[str, str]:
+    span = " <-> ".join(_where(e) for e in ends)
+    if one_sided is not None and not le.flaps:
+        receiver = next(e for e in ends if (e["guid"], e["port"]) == tuple(one_sided))
+        sender = next(e for e in ends if e is not receiver)
+        return ("transceiver",
+                f"Errors are received only at {_where(receiver)}: clean the fibre ends and "
+                f"reseat, then replace the transceiver at {_where(sender)} (the sending side), "
+                f"then the one at {_where(receiver)}; replace the cable if errors stay.")
+    if len(ends) == 1:
+        return ("switch_port" if NodeType.SWITCH in types else "hca",
+                f"Check {span}: its peer is unknown (no topology snapshot shows this port "
+                "cabled); inspect the port and its cable.")
+    if len(flaps) == 1 and (flaps[0].duration_s or 0) < NCCL_DEATH_S and not le.jobs:
+        return ("cable", f"Reseat the cable {span} and watch it; replace it if it flaps again.")
+    return ("cable", f"Replace the cable {span} (both ends: {ends[0]['label']} on "
+                     f"{ends[0]['name']}, {ends[1]['label']} on {ends[1]['name']}); if it "
+                     "flaps again after the swap, replace the transceivers, then suspect the "
+                     "switch port.")
+
+
+def _node_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
+    node = ev.fabric.nodes.get(nev.guid)
+    is_switch = node is None or node.node_type == NodeType.SWITCH
+    name = node.name if node else nev.guid
+    down = ((nev.up_at - nev.at).total_seconds() if nev.up_at else
+            (ev.until - nev.at).total_seconds())
+    points = 2.0 + 3 * len(nev.jobs) + min(3.0, 0.01 * sum(j["gpu_hours"] for j in nev.jobs))
+    evidence = [f"{len(nev.ports)} ports went down within {30} s at {_fmt(nev.at)}"
+                f"{' and came back at ' + _fmt(nev.up_at) if nev.up_at else ', still down'}"
+                f" ({down:.0f} s): one {'switch' if is_switch else 'host'} event, not "
+                f"{len(nev.ports)} cable faults"]
+    if nev.jobs:
+        evidence.append(f"{len(nev.jobs)} failed job(s) "
+                        f"({', '.join(sorted({j['job_id'] for j in nev.jobs})[:5])})")
+    if is_switch:
+        action = (f"Switch {name} went down as a whole at {_fmt(nev.at)} (reboot or power): "
+                  "check its uptime, logs and power supplies; do not replace its cables.")
+    else:
+        action = (f"Host {name} lost all its HCA links at once at {_fmt(nev.at)}: check the "
+                  "host (reboot, driver, PCIe, power); its cables are not the cause.")
+    return Suspect("switch" if is_switch else "host",
+                   [{"name": name, "guid": nev.guid, "port": None, "label": ""}], points,
+                   flaps=len(nev.flaps), downtime_s=round(down, 1), jobs_failed=len(nev.jobs),
+                   gpu_hours_lost=round(sum(j["gpu_hours"] for j in nev.jobs), 1),
+                   evidence=evidence, action=action, first_at=nev.at, last_at=nev.up_at)
+
+
+def rank(ev: Evidence, cfg: Settings | None = None) -> list[Suspect]:
+    cfg = cfg or Settings()
+    out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg)) is not None]
+    out += [_node_suspect(ev, n) for n in ev.nodes]
+    out.sort(key=lambda s: (-s.points, s.first_at or ev.until))
+    return out
+
+
+def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> dict[str, Any]:
+    shown = suspects[:limit] if limit else suspects
+    return {
+        "window": {"since": ev.since.isoformat() + "Z", "until": ev.until.isoformat() + "Z"},
+        "jobs": {"failed": ev.jobs_failed, "network": ev.jobs_network,
+                 "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained},
+        "suspects": [
+            {
+                "rank": i,
+                "component": s.component,
+                "score": s.score,
+                "ends": [{"name": e["name"], "guid": e["guid"], "port": e["port"],
+                          "label": e["label"]} for e in s.ends],
+                "flaps": s.flaps,
+                "downtime_s": s.downtime_s,
+                "jobs_failed": s.jobs_failed,
+                "gpu_hours_lost": s.gpu_hours_lost,
+                "evidence": s.evidence,
+                "action": s.action,
+                "first_at": s.first_at.isoformat() + "Z" if s.first_at else None,
+                "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
+            }
+            for i, s in enumerate(shown, 1)
+        ],
+    }
