@@ -11,6 +11,7 @@ from auditor.config import Settings
 from auditor.errors import CollectError
 from auditor.ingest import IngestResult, ingest_files
 from auditor.store import Store
+from auditor.hostside import collect_hosts
 from auditor.switchside import collect_cli, poll_snmp
 
 
@@ -69,11 +70,14 @@ def sweep(store: Store, settings: Settings, runner: Runner,
         result.ingested = ingest_files(store, files, at=moment, origin=runner.where,
                                        node_names=node_names)
     # Switch-side evidence after the topology, so its port names map onto this sweep's graph.
-    for outcome in [*poll_snmp(store, settings, moment), *collect_cli(store, settings, moment)]:
+    outcomes = [*poll_snmp(store, settings, moment), *collect_cli(store, settings, moment),
+                *collect_hosts(store, settings, moment)]
+    for outcome in outcomes:
         result.commands.append({
             "command": f"{outcome.collector} {outcome.device}",
             "status": "ok" if outcome.status == "ok" else "failed",
             "detail": f"{outcome.status}: {outcome.detail}" if outcome.status != "ok" else
-            f"{outcome.events} port event(s)" if outcome.collector == "snmp" else "read",
+            f"{outcome.events} port event(s)" if outcome.collector in ("snmp", "host")
+            else "read",
         })
     return result

@@ -1,0 +1,272 @@
+"""Read the HCA end of the links on compute hosts: a few read-only commands over SSH (paramiko).
+
+The fabric allowlist in auditor/collect/commands.py is for infiniband-diags run on a management
+host; the commands here run on every compute node, so they have their own allowlist, and it is
+exact: `check_host_command` accepts only the argv lists built below, flag for flag. Nothing here
+writes to a host; nothing from the config or a host reaches a shell except the sysfs root, and
+that is checked to be an absolute path of plain characters first.
+
+Host keys are checked against known_hosts and never added (paramiko RejectPolicy): a host whose
+key is unknown or changed gets no password. One host's failure is a status in its HostCollection,
+never an exception, so collecting from many hosts always gives one result per host.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+import socket
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal
+
+import paramiko
+
+from auditor.collect.runner import CommandResult
+from auditor.config import HostSettings
+from auditor.errors import AuditorError, CollectError, ConfigError
+from auditor.parse.sysfs_ib import SYSFS_COMMAND
+
+log = logging.getLogger(__name__)
+
+HostStatus = Literal["ok", "partial", "no_hca", "timeout", "auth_failed", "host_key_mismatch",
+                     "parse_failed", "error"]
+
+DEFAULT_SYSFS_ROOT = "/sys/class/infiniband"
+# The root is pasted into an `sh -c` string, so it may hold only characters no shell treats
+# specially (no spaces, quotes, $, `, ;, |, &, globs, ~) and must be absolute.
+_ROOT_RE = re.compile(r"^(?:/[A-Za-z0-9_.+-]+)+$", re.ASCII)
+
+IBSTAT: tuple[str, ...] = ("ibstat",)
+# LC_ALL=C: dmesg -T formats its stamp with strftime, so another locale prints month names the
+# parser cannot read. TZ=UTC: the stamp is the host's local time, and the host's zone is not
+# known here; asking for UTC makes the times exact without it. `env` takes both as plain argv.
+DMESG: tuple[str, ...] = ("env", "LC_ALL=C", "TZ=UTC", "dmesg", "-T")
+# systemd 252 (Debian 12): -k = kernel messages of the current boot (it implies -b), short-iso
+# stamps carry their UTC offset, --since takes a relative "-1d". Checked against journalctl 252.
+JOURNAL: tuple[str, ...] = ("journalctl", "-k", "-o", "short-iso", "--no-pager", "--since", "-1d")
+KERNEL_LOGS: dict[str, tuple[str, ...]] = {"dmesg": DMESG, "journal": JOURNAL}
+
+
+def check_sysfs_root(root: str) -> str:
+    """The root without a trailing '/', if it is a safe absolute path; else ConfigError."""
+    trimmed = root.rstrip("/")
+    parts = trimmed.split("/")[1:]
+    if _ROOT_RE.match(trimmed) is None or any(p in (".", "..") for p in parts):
+        raise ConfigError(f"hosts.sysfs_root: {root!r} must be an absolute path of letters, "
+                          "digits and _ . + - only")
+    return trimmed
+
+
+def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
+    """SYSFS_COMMAND reading `root` instead of /sys/class/infiniband (tests use a fake tree)."""
+    root = check_sysfs_root(root)
+    script = SYSFS_COMMAND[2].replace(DEFAULT_SYSFS_ROOT + "/", root + "/")
+    return (SYSFS_COMMAND[0], SYSFS_COMMAND[1], script)
+
+
+def host_plan(settings: HostSettings) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, argv) of every command to run on each host, in order; the name names captures."""
+    plan = [("sysfs", sysfs_command(settings.sysfs_root)), ("ibstat", IBSTAT)]
+    if settings.kernel_log in KERNEL_LOGS:
+        plan.append((settings.kernel_log, KERNEL_LOGS[settings.kernel_log]))
+    elif settings.kernel_log != "none":
+        raise ConfigError("hosts.kernel_log: use dmesg, journal or none")
+    return plan
+
+
+def check_host_command(argv: Sequence[str], sysfs_root: str = DEFAULT_SYSFS_ROOT) -> list[str]:
+    """Return argv as a list if it is exactly one of the allowed host commands, else raise."""
+    allowed = {sysfs_command(sysfs_root), IBSTAT, *KERNEL_LOGS.values()}
+    if tuple(argv) not in allowed:
+        raise CollectError(f"{shlex.join(argv)!r}: not on the read-only host command allowlist")
+    return list(argv)
+
+
+@dataclass(frozen=True, slots=True)
+class HostCollection:
+    """What one host gave. `status` is about the SSH session ("ok" once logged in); a command
+    that could not finish is in `failed` (name -> why), one that ran is in `results`."""
+
+    host: str
+    status: HostStatus
+    detail: str = ""
+    results: dict[str, CommandResult] = field(default_factory=dict)
+    failed: dict[str, tuple[HostStatus, str]] = field(default_factory=dict)  # status, why
+
+
+class CommandTimeoutError(CollectError):
+    """A command gave no output or exit status within the host timeout."""
+
+
+class _StopError(Exception):
+    """Internal: a status and a credential-free message out of the session code."""
+
+    def __init__(self, status: HostStatus, detail: str) -> None:
+        super().__init__(detail)
+        self.status: HostStatus = status
+        self.detail = detail
+
+
+def _classify(exc: BaseException, where: str, keys: str, timeout_s: float) -> _StopError:
+    """Map a connect/login failure onto a status. Subclasses first: BadHostKeyException and
+    AuthenticationException are SSHExceptions, NoValidConnectionsError is an OSError."""
+    if isinstance(exc, paramiko.BadHostKeyException):
+        return _StopError("host_key_mismatch", f"{where}: host key does not match {keys}; "
+                          "refusing to connect (key changed or wrong host)")
+    if isinstance(exc, paramiko.AuthenticationException):
+        return _StopError("auth_failed", f"{where}: authentication failed")
+    if isinstance(exc, paramiko.SSHException):
+        # RejectPolicy: "Server '[host]:port' not found in known_hosts".
+        if "not found in known_hosts" in str(exc):
+            return _StopError("host_key_mismatch", f"{where}: host key not in {keys}; refusing "
+                              "to connect (verify the fingerprint, then add it; never added "
+                              "automatically)")
+        if "banner" in str(exc).lower():
+            return _StopError("timeout", f"{where}: no SSH banner within {timeout_s:g} s")
+        # start_client() stops waiting at the connect timeout without raising; the next step
+        # then finds no session. The handshake did not finish in time.
+        if str(exc) == "No existing session":
+            return _StopError("timeout", f"{where}: SSH handshake did not complete within "
+                              f"{timeout_s:g} s")
+        return _StopError("error", f"{where}: ssh: {exc}")
+    if isinstance(exc, TimeoutError):
+        return _StopError("timeout", f"{where}: no answer within {timeout_s:g} s")
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        reasons = list(exc.errors.values())
+        if reasons and all(isinstance(r, ConnectionRefusedError) for r in reasons):
+            return _StopError("error", f"{where}: connection refused")
+        if any(isinstance(r, TimeoutError) for r in reasons):
+            return _StopError("timeout", f"{where}: no answer within {timeout_s:g} s")
+        return _StopError("error", f"{where}: cannot connect: {exc.strerror or exc}")
+    if isinstance(exc, socket.gaierror):
+        return _StopError("error", f"{where}: cannot resolve the host name: {exc.strerror}")
+    if isinstance(exc, OSError):
+        return _StopError("error", f"{where}: cannot connect: {exc.strerror or exc}")
+    return _StopError("error", f"{where}: {type(exc).__name__}")
+
+
+class HostRunner:
+    """One SSH session to one compute host, running only the host allowlist."""
+
+    def __init__(self, host: str, settings: HostSettings) -> None:
+        self.where = host
+        self._settings = settings
+        self._root = check_sysfs_root(settings.sysfs_root)
+        self._client = paramiko.SSHClient()
+        self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
+
+    def connect(self) -> None:
+        """Log in, or raise _StopError with the status to record."""
+        s = self._settings
+        where = f"{self.where}:{s.port}"
+        keys = str(s.known_hosts) if s.known_hosts else "~/.ssh/known_hosts"
+        if s.known_hosts is not None:
+            if not s.known_hosts.is_file():
+                raise _StopError("error", f"{where}: known_hosts {s.known_hosts} does not exist")
+            # Loaded read-only: paramiko writes host keys back only on save_host_keys().
+            self._client.load_host_keys(str(s.known_hosts))
+        else:
+            self._client.load_system_host_keys()
+        password = s.password.value() if s.password else None
+        explicit = s.key_file is not None or password is not None
+        try:
+            self._client.connect(
+                self.where, port=s.port, username=s.user,
+                key_filename=str(s.key_file) if s.key_file else None, password=password,
+                timeout=s.timeout_s, banner_timeout=s.timeout_s, auth_timeout=s.timeout_s,
+                # With a configured key or password, offer nothing else: the agent and every
+                # ~/.ssh/id_* of the auditor's user are not meant for each compute node.
+                allow_agent=not explicit, look_for_keys=not explicit,
+            )
+        except (paramiko.SSHException, OSError) as exc:
+            # The transport thread keeps the real reason when start_client() gave up first.
+            transport = self._client.get_transport()
+            cause = transport.get_exception() if transport is not None else None
+            raise _classify(cause or exc, where, keys, s.timeout_s) from None
+
+    def run(self, argv: Sequence[str]) -> CommandResult:
+        """Run one allowlisted command; CollectError (no password in it) if it cannot finish."""
+        args = check_host_command(argv, self._root)
+        t = self._settings.timeout_s
+        try:
+            _, stdout, stderr = self._client.exec_command(shlex.join(args), timeout=t)
+            out = stdout.read().decode("utf-8", "replace")
+            err = stderr.read().decode("utf-8", "replace")
+            channel = stdout.channel
+            # recv_exit_status() would wait forever for a status that never comes.
+            if not channel.status_event.wait(t):
+                raise CommandTimeoutError(f"{self.where}: {args[0]}: no exit status within "
+                                          f"{t:g} s")
+            code = channel.recv_exit_status()
+        except TimeoutError:
+            raise CommandTimeoutError(f"{self.where}: {args[0]}: no answer within "
+                                      f"{t:g} s") from None
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise CollectError(f"{self.where}: {args[0]}: {type(exc).__name__}: {exc}") from None
+        return CommandResult(tuple(args), code, out, err)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _redact(text: str, password: str | None) -> str:
+    return text.replace(password, "***") if password else text
+
+
+def collect_host(host: str, settings: HostSettings) -> HostCollection:
+    """Connect, run the plan, disconnect. Never raises."""
+    results: dict[str, CommandResult] = {}
+    failed: dict[str, tuple[HostStatus, str]] = {}
+    try:
+        runner = HostRunner(host, settings)
+        try:
+            runner.connect()
+            for name, argv in host_plan(settings):
+                try:
+                    results[name] = runner.run(argv)
+                except CommandTimeoutError as exc:
+                    failed[name] = ("timeout", str(exc))
+                except CollectError as exc:
+                    failed[name] = ("error", str(exc))
+            result = HostCollection(host, "ok", "", results, failed)
+        finally:
+            runner.close()
+    except _StopError as exc:
+        result = HostCollection(host, exc.status, exc.detail, results, failed)
+    except AuditorError as exc:  # ConfigError: the password's variable is not set
+        result = HostCollection(host, "error", str(exc), results, failed)
+    try:
+        password = settings.password.value() if settings.password else None
+    except ConfigError:
+        password = None
+    # paramiko never puts a password in a message; this makes sure no message ever does.
+    result = HostCollection(result.host, result.status, _redact(result.detail, password),
+                            result.results,
+                            {k: (st, _redact(why, password))
+                             for k, (st, why) in result.failed.items()})
+    log.info("host %s: %s %s", host, result.status, result.detail)
+    return result
+
+
+def collect_host_outputs(settings: HostSettings) -> list[HostCollection]:
+    """Collect from every host of settings.names in parallel threads; results in input order."""
+    if settings.concurrency < 1:
+        raise ConfigError(f"hosts.concurrency must be at least 1, got {settings.concurrency}")
+    names = list(settings.names)
+    if not names:
+        return []
+    host_plan(settings)  # a bad sysfs_root or kernel_log is the config's fault: raise it once
+
+    def one(host: str) -> HostCollection:
+        try:
+            return collect_host(host, settings)
+        except Exception as exc:  # noqa: BLE001 - a bug for one host must not lose the rest
+            return HostCollection(host, "error", f"internal error: {type(exc).__name__}")
+
+    # Threads, not processes: the work is waiting on SSH round trips.
+    with ThreadPoolExecutor(max_workers=min(settings.concurrency, len(names)),
+                            thread_name_prefix="hostcmd") as pool:
+        return list(pool.map(one, names))
