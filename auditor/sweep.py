@@ -9,9 +9,9 @@ from pathlib import Path
 from auditor.collect.runner import CommandResult, Runner, save_capture
 from auditor.config import Settings
 from auditor.errors import CollectError
+from auditor.hostside import collect_hosts
 from auditor.ingest import IngestResult, ingest_files
 from auditor.store import Store
-from auditor.hostside import collect_hosts
 from auditor.switchside import collect_cli, poll_snmp
 
 
