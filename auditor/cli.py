@@ -80,14 +80,18 @@ def main_options(
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
-                                      "perfquery, ibqueryerrors, syslog, ufm-events, opensm or "
-                                      "dmesg")] = "auto",
+                                      "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
+                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts or "
+                                      "maintenance")] = "auto",
     at: AtOpt = None,
     year: Annotated[int | None, typer.Option(
         "--year", help="year of log stamps that have none (default: from the file's date)")] = None,
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
     host: Annotated[str | None, typer.Option("--host", help="dmesg: the host it came from")] = None,
+    job: Annotated[str | None, typer.Option(
+        "--job", help="joblog: the job the log belongs to (default: matched by host and time)")
+    ] = None,
     fmt: FormatOpt = "table",
 ) -> None:
     """Read captured tool output and logs into the database (one transaction; re-ingesting a file
@@ -101,6 +105,8 @@ def ingest(
         auditor ingest --at 2026-11-30T06:00:00Z ibnetdiscover.txt iblinkinfo.txt
 
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
+
+        auditor ingest --kind sacct sacct-24h.txt && auditor ingest --kind joblog --job 4242 rank0.log
     """
     from auditor.ingest import ingest_files, plan_ingest
     from auditor.parse.nodedesc import parse_node_name_map
@@ -113,12 +119,16 @@ def ingest(
     plan = plan_ingest(files, kind)
     opts = _log_options(settings, year, tz, host)
     from auditor.events import ingest_logs
+    from auditor.jobs import JobOptions, ingest_job_files
 
     with Store(settings.db) as store, store.transaction():
         results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
                                node_names=names) if plan.captures else []
         if plan.logs:
             results += ingest_logs(store, plan.logs, plan.log_kind, opts)
+        if plan.job_files:
+            results += ingest_job_files(store, plan.job_files, plan.job_kind,
+                                        JobOptions(tz=opts.tz, job=job, year=opts.year))
     rows = [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records,
              "warnings": "; ".join(r.warnings)} for r in results]
     _out(render_rows(rows, fmt, title="ingest"))

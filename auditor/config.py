@@ -51,6 +51,8 @@ class SweepSettings:
     ibnetdiscover_args: tuple[str, ...] = ()
     iblinkinfo_args: tuple[str, ...] = ()
     ibqueryerrors_args: tuple[str, ...] = ()
+    sacct: bool = False  # also read Slurm accounting (sacct -P) in the sweep
+    sacct_since: str = "now-1days"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +171,7 @@ _KNOWN = {
     "store": {"db", "captures"},
     "topology": {"node_name_map"},
     "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
-              "remote_dir",
+              "remote_dir", "sacct", "sacct_since",
               "ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args"},
 }
 
@@ -214,6 +216,8 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         ibnetdiscover_args=_args(sw, "ibnetdiscover_args", "sweep"),
         iblinkinfo_args=_args(sw, "iblinkinfo_args", "sweep"),
         ibqueryerrors_args=_args(sw, "ibqueryerrors_args", "sweep"),
+        sacct=bool(_get(sw, "sacct", bool, "sweep")),
+        sacct_since=_get(sw, "sacct_since", str, "sweep") or "now-1days",
     )
     env_db = os.environ.get("AUDITOR_DB")
     chosen_db = db or (Path(env_db) if env_db else None) \

@@ -28,6 +28,7 @@ from auditor.errors import AuditorError
 from auditor.flaps import Flap, PortKey, flaps
 from auditor.health import degraded_links
 from auditor.models import Fabric, NodeType
+from auditor.parse.joblog import ipoib_link_local_to_guid
 from auditor.store import Store
 
 LinkKey = tuple[PortKey, ...]  # one or two ends, sorted
@@ -208,11 +209,21 @@ class _HostResolver:
                       if n.node_type == NodeType.HCA}
         self.addresses = {a.split("%", 1)[0].lower(): h for a, h in addresses.items()}
         self.aliases = {k.lower(): v for k, v in aliases.items()}
+        # An IPoIB link-local address embeds the port GUID (RFC 4391): a peer named by one
+        # resolves with no hosts file at all.
+        self.port_hosts = {
+            p.port_guid: fabric.nodes[p.guid].name for p in fabric.ports.values()
+            if p.port_guid and p.guid in fabric.nodes
+            and fabric.nodes[p.guid].node_type == NodeType.HCA}
 
     def host(self, name: str | None) -> str | None:
         if not name:
             return None
-        key = name.strip().lower()
+        key = name.strip().lower().split("%", 1)[0]  # fe80::...%ib0: the scope is local
+        if key.startswith("fe80:"):
+            guid = ipoib_link_local_to_guid(key)
+            if guid in self.port_hosts:
+                return self.port_hosts[guid]
         key = self.aliases.get(key, key).lower()
         if key in self.hosts:
             return self.hosts[key]
@@ -328,21 +339,25 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                 continue
             if died - cfg.before <= f.down_at <= died + cfg.after:
                 suspects.append((f.down_at, link, f))
-        votes = _pair_votes(g, net, resolver, hca_of)
+        pairs = _pair_paths(g, net, resolver, hca_of)
         if suspects:
             failed_net += 1
             suspects.sort(key=lambda s: s[0])
             _, link, f = suspects[0]
             node_ev = next((n for n in node_events if id(f) in {id(x) for x in n.flaps}), None)
+            explained = {link_of(x.ends) for x in node_ev.flaps} if node_ev else {link}
             if node_ev is not None:
                 node_ev.jobs.append(record)
             elif id(f) not in maint:
                 links.setdefault(link, LinkEvidence(link)).jobs.append(record)
+            # Pairs whose path crosses the link (or event) that killed the job are explained
+            # by it; only the others still vote (007's explaining away).
+            votes = _votes([p for p in pairs if not explained & set(p)])
             for vlink, weight in votes.items():
                 voted = links.setdefault(vlink, LinkEvidence(vlink))
                 voted.votes += weight
                 voted.voters.add(job["job_id"])
-        elif votes:
+        elif votes := _votes(pairs):
             failed_net += 1
             best = max(votes.values())
             for vlink, weight in votes.items():
@@ -357,14 +372,14 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                     unexplained, names)
 
 
-def _pair_votes(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostResolver,
-                hca_of: dict[str, list[str]]) -> dict[LinkKey, float]:
-    """Each failing (host, peer) pair spreads one vote over the links its traffic can cross.
-    Only the first errors count (within 60 s of the job's first network error): later ones
-    are fallout of the first broken QP."""
+def _pair_paths(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostResolver,
+                hca_of: dict[str, list[str]]) -> list[list[LinkKey]]:
+    """The links each failing (host, peer) pair's traffic can cross. Only the first errors
+    count (within 60 s of the job's first network error): later ones are fallout of the first
+    broken QP."""
     dated = [e for e in errors if e["peer"] and e["event_at"] is not None]
     if not dated:
-        return {}
+        return []
     first = min(e["event_at"] for e in dated)
     pairs: set[tuple[str, str]] = set()
     for e in dated:
@@ -372,12 +387,21 @@ def _pair_votes(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostR
             continue
         a, b = resolver.host(e["host"]), resolver.host(e["peer"])
         if a and b and a != b:
-            pairs.add(tuple(sorted((a, b))))  # type: ignore[arg-type]
-    votes: dict[LinkKey, float] = defaultdict(float)
-    for a, b in pairs:
+            pairs.add((min(a, b), max(a, b)))
+    paths = []
+    for a, b in sorted(pairs):
         path = graph.links_between(g, hca_of.get(a, []), hca_of.get(b, []))
-        for k in path:
-            votes[link_of([(k[0], k[1]), (k[2], k[3])])] += 1.0 / len(path)
+        if path:
+            paths.append([link_of([(k[0], k[1]), (k[2], k[3])]) for k in path])
+    return paths
+
+
+def _votes(paths: list[list[LinkKey]]) -> dict[LinkKey, float]:
+    """Each pair spreads one vote over the links of its paths (as in 007)."""
+    votes: dict[LinkKey, float] = defaultdict(float)
+    for path in paths:
+        for link in path:
+            votes[link] += 1.0 / len(path)
     return dict(votes)
 
 

@@ -33,11 +33,16 @@ class Flap:
     sources: set[str] = field(default_factory=set)
     approximate: bool = False  # known only from a counter step or two sweeps
     counted_from: datetime | None = None  # counter flaps: the earlier reading
+    # Two ends' clocks differ by a second or two, so the span from one end's down to the other
+    # end's up overstates a short flap; each end measures its own flap on one clock.
+    measured_s: float | None = None
 
     @property
     def duration_s(self) -> float | None:
         if self.down_at is None or self.up_at is None:
             return None
+        if self.measured_s is not None:
+            return self.measured_s
         return (self.up_at - self.down_at).total_seconds()
 
 
@@ -110,6 +115,8 @@ def merge_links(port_flaps: dict[PortKey, list[Flap]],
         for f in flaps:
             if group and _overlap(group[-1], f):
                 g = group[-1]
+                own = [d for d in (g.duration_s, f.duration_s) if d is not None]
+                both_logged = not (g.approximate or f.approximate)
                 g.sources |= f.sources
                 # The later up of two ends is when the link carried traffic again, but a
                 # snapshot-only "up" is a bound, not a time: prefer a logged one.
@@ -119,6 +126,9 @@ def merge_links(port_flaps: dict[PortKey, list[Flap]],
                 if g.approximate and not f.approximate:
                     g.down_at, g.approximate = f.down_at, False
                     g.up_at = f.up_at if f.up_at else g.up_at
+                    g.measured_s = f.duration_s
+                elif both_logged and own and g.up_at is not None:
+                    g.measured_s = max(own)
                 continue
             group.append(Flap(list(link), f.down_at, f.up_at, set(f.sources), f.approximate))
         merged.extend(group)

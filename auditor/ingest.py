@@ -271,19 +271,25 @@ class IngestPlan:
     capture_kind: str
     logs: list[Path]
     log_kind: str
+    job_files: list[Path] = field(default_factory=list)
+    job_kind: str = "auto"
 
 
 def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
     """Split the files of one `ingest` into tool captures and logs (recognised when `auto`)."""
     from auditor.collect.logfile import read_head
     from auditor.events import LOG_KINDS, detect_log_kind
+    from auditor.jobs import JOB_KINDS, detect_job_kind
 
     if kind in KINDS[1:]:
         return IngestPlan(list(paths), kind, [], "auto")
     if kind in LOG_KINDS:
         return IngestPlan([], "auto", list(paths), kind)
+    if kind in JOB_KINDS:
+        return IngestPlan([], "auto", [], "auto", list(paths), kind)
+    every = (*KINDS, *LOG_KINDS, *JOB_KINDS)
     if kind != "auto":
-        raise AuditorError(f"--kind {kind!r}: use one of {', '.join((*KINDS, *LOG_KINDS))}")
+        raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
     plan = IngestPlan([], "auto", [], "auto")
     for path in paths:
         head = read_head(path).decode("utf-8", "replace")
@@ -292,13 +298,16 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
         try:
             detect_kind(head, str(path))
         except AuditorError:
+            if detect_job_kind(head) is not None:
+                plan.job_files.append(path)
+                continue
             try:
                 detect_log_kind(head, path)
             except AuditorError:
                 first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
                 raise AuditorError(
                     f"{path}:{first}: cannot tell what tool or log this is; pass --kind "
-                    f"({', '.join((*KINDS[1:], *LOG_KINDS))})") from None
+                    f"({', '.join(every[1:])})") from None
             plan.logs.append(path)
         else:
             plan.captures.append(path)

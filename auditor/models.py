@@ -167,7 +167,7 @@ class HostAddress:
 @dataclass(frozen=True, slots=True)
 class MaintenanceWindow:
     """A declared maintenance window: flaps of the target inside it are not held against it.
-    target: a host, a switch, or a link written `switch:port` or `a:port-b:port`."""
+    target: a host, a switch, a port `switch:port`, or a link `a:port<->b:port`."""
 
     target: str
     start: datetime

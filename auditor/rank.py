@@ -7,7 +7,8 @@ Points, each written into the evidence:
 - every failed job the link is blamed for 3, plus GPU-hours lost (0.01 per GPU-hour, at most 3);
 - failing NCCL pairs' votes 2 per vote;
 - symbol errors or link-error recoveries above their rate thresholds (IBTA BER 1e-12 is about
-  120 symbol errors an hour) 2, growing in several intervals 1 more; saturated counters 1;
+  120 symbol errors an hour) 2, plus log2 of how many times over (at most 4), growing in
+  several intervals 1 more; saturated counters 1;
 - LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
 The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
 """
@@ -115,7 +116,10 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
                             f"{recov} link-error recoveries, {rcv} receive errors in "
                             f"{hours:.1f} h (threshold {cfg.symbol_errors_per_hour:.0f}/h)")
     if erroring:
-        points += 2
+        worst = max(max(le.counters[k].get("SymbolErrorCounter", 0) / hours
+                        / cfg.symbol_errors_per_hour, 1.0) for k in erroring)
+        # How far over the BER limit matters: 30x over is a cable about to fail.
+        points += 2 + min(4.0, math.log2(worst))
         if max(le.rising.get(k, 0) for k in erroring) >= 2:
             points += 1
             evidence.append("symbol errors grew in several successive snapshots")

@@ -35,13 +35,21 @@ def _ok(name: str, result: CommandResult) -> bool:
     return result.exit_code in codes and bool(result.stdout.strip())
 
 
+SACCT_FORMAT = ("--format=JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,End,NNodes,"
+                "NodeList,AllocTRES")
+
+
 def plan(settings: Settings) -> list[tuple[str, list[str]]]:
     s = settings.sweep
-    return [
+    steps = [
         ("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args]),
         ("iblinkinfo", ["iblinkinfo", *s.iblinkinfo_args]),
         ("ibqueryerrors", ["ibqueryerrors", *s.ibqueryerrors_args]),
     ]
+    if s.sacct:
+        steps.append(("sacct", ["sacct", "-P", "--allusers", "--allocations", "--duplicates",
+                                f"--starttime={s.sacct_since}", "--endtime=now", SACCT_FORMAT]))
+    return steps
 
 
 def sweep(store: Store, settings: Settings, runner: Runner,
@@ -66,9 +74,19 @@ def sweep(store: Store, settings: Settings, runner: Runner,
             first = (out.stderr.strip().splitlines() or ["no output"])[0][:200]
             result.commands.append({"command": name, "status": "failed",
                                     "detail": f"exit {out.exit_code}: {first}"})
-    if files:
-        result.ingested = ingest_files(store, files, at=moment, origin=runner.where,
+    fabric_files = [f for f in files if f.stem != "sacct"]
+    if fabric_files:
+        result.ingested = ingest_files(store, fabric_files, at=moment, origin=runner.where,
                                        node_names=node_names)
+    if len(fabric_files) < len(files):
+        from zoneinfo import ZoneInfo
+
+        from auditor.jobs import JobOptions, ingest_job_files
+
+        # slurmctld prints local time without a zone: the same zone as the site's logs.
+        result.ingested += ingest_job_files(
+            store, [f for f in files if f.stem == "sacct"], "sacct",
+            JobOptions(tz=ZoneInfo(settings.logs.tz)), now=moment)
     # Switch-side evidence after the topology, so its port names map onto this sweep's graph.
     outcomes = [*poll_snmp(store, settings, moment), *collect_cli(store, settings, moment),
                 *collect_hosts(store, settings, moment)]

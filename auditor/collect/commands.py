@@ -20,7 +20,13 @@ _FLAGS: dict[str, frozenset[str]] = {
                                 "--details"}),
     "perfquery": frozenset({"-x", "--extended", "-X", "--xmtsl", "-S", "--rcvsl", "-a",
                             "--all_ports", "-l", "--loop_ports"}),
+    # Slurm accounting, read only: the allocations of every user with their node lists.
+    "sacct": frozenset({"-P", "--parsable2", "-a", "--allusers", "-X", "--allocations", "-D",
+                        "--duplicates", "-n", "--noheader"}),
 }
+# sacct options that take a value, written --opt=value.
+_SACCT_VALUED = ("--starttime=", "--endtime=", "--format=", "--partition=", "--state=",
+                 "--clusters=", "-S", "-E")
 # Flags that take one value.
 _VALUED = frozenset({"-C", "--Ca", "-P", "--Port", "-t", "--timeout", "--node-name-map"})
 # ibnetdiscover's -R lists routers; every other tool's -R resets counters.
@@ -45,6 +51,9 @@ def check(argv: list[str]) -> list[str]:
             raise ConfigError(f"{tool} {arg}: would write to the fabric; refused")
         if arg in _VALUED:
             i += 2
+            continue
+        if tool == "sacct" and arg.startswith(_SACCT_VALUED):
+            i += 1
             continue
         if arg not in _FLAGS[tool] and not (tool == "perfquery" and arg.isdigit()):
             raise ConfigError(f"{tool} {arg}: flag not on the read-only allowlist")

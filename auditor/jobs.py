@@ -1,0 +1,163 @@
+"""Ingest of the job side: scheduler records (sacct -P, jobcomp, JSONL), job logs (NCCL,
+PyTorch), host address maps (/etc/hosts format) and declared maintenance windows.
+
+Like the other ingests: parse everything first, then store in the caller's transaction; a file
+whose lines cannot all be read is kept with the lines counted per reason in `sources`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+
+from auditor.errors import AuditorError, ParseError
+from auditor.ingest import IngestResult, read_text
+from auditor.models import HostAddress, MaintenanceWindow
+from auditor.parse._jobs import JobsResult
+from auditor.parse.hosts_file import parse_hosts_file
+from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
+from auditor.parse.joblog import JoblogResult, parse_joblog
+from auditor.parse.maintenance import parse_maintenance
+from auditor.parse.sacct import parse_sacct
+from auditor.store import SourceMeta, Store
+
+JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance")
+
+_SIGNS: list[tuple[str, re.Pattern[str]]] = [
+    ("sacct", re.compile(r"^JobID(Raw)?\||\|JobID(Raw)?\|", re.IGNORECASE)),
+    ("jobcomp", re.compile(r"^JobId=\S+ ")),
+    ("jobs-jsonl", re.compile(r'^\{\s*"')),
+    ("maintenance", re.compile(r"^\s*target\s*,", re.IGNORECASE)),
+    ("joblog", re.compile(r"NCCL (WARN|INFO)|NET/IB|ProcessGroupNCCL|\[rank\d+\]|torchelastic|"
+                          r"torch\.distributed|CUDA out of memory|NVRM: Xid")),
+    ("hosts", re.compile(r"^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:%\w]*)\s+[\w.-]+")),
+]
+
+
+def detect_job_kind(head: str) -> str | None:
+    """The job-side kind of a file from its first lines, or None."""
+    lines = [ln for ln in head.splitlines()[:200] if ln.strip() and not ln.startswith("#")]
+    for kind, sign in _SIGNS:
+        if kind == "joblog":
+            if any(sign.search(ln) for ln in lines):
+                return kind
+        elif lines and sign.search(lines[0]):
+            return kind
+    return None
+
+
+@dataclass(slots=True)
+class JobOptions:
+    tz: tzinfo = UTC
+    job: str | None = None  # joblog: the job the log belongs to (else matched by host and time)
+    year: int | None = None
+
+
+def _jobs(kind: str, text: str, tz: tzinfo) -> JobsResult:
+    if kind == "sacct":
+        return parse_sacct(text, tz=tz)
+    if kind == "jobcomp":
+        return parse_jobcomp(text, tz=tz)
+    return parse_jobs_jsonl(text, tz=tz)
+
+
+def _issues(unparsed: Sequence[tuple[int, str, str]]
+            ) -> list[tuple[str, int, int | None, str | None]]:
+    count: Counter[str] = Counter()
+    first: dict[str, tuple[int, str]] = {}
+    for line_no, line, why in unparsed:
+        count[why] += 1
+        first.setdefault(why, (line_no, line.rstrip("\n")[:200]))
+    return [(why, n, *first[why]) for why, n in count.most_common()]
+
+
+@dataclass(slots=True)
+class _JobFile:
+    path: Path
+    kind: str
+    digest: str
+    lines: int
+    jobs: JobsResult | None = None
+    addresses: list[HostAddress] | None = None
+    windows: list[MaintenanceWindow] | None = None
+    log: JoblogResult | None = None
+
+    @property
+    def records(self) -> int:
+        if self.jobs is not None:
+            return len(self.jobs.jobs)
+        if self.log is not None:
+            return len(self.log.errors)
+        return len(self.addresses or self.windows or [])
+
+    @property
+    def unparsed(self) -> list[tuple[int, str, str]]:
+        if self.jobs is not None:
+            return self.jobs.unparsed
+        return self.log.unparsed if self.log is not None else []
+
+
+def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
+    text, digest = read_text(path)
+    if not text.strip():
+        raise AuditorError(f"{path}:1: empty file, nothing to ingest")
+    if kind == "auto":
+        found = detect_job_kind(text[:65536])
+        if found is None:
+            raise AuditorError(f"{path}:1: not a job file this auditor knows "
+                               f"({', '.join(JOB_KINDS)})")
+        kind = found
+    item = _JobFile(path, kind, digest, text.count("\n") + (not text.endswith("\n")))
+    try:
+        if kind in ("sacct", "jobcomp", "jobs-jsonl"):
+            item.jobs = _jobs(kind, text, opts.tz)
+        elif kind == "hosts":
+            item.addresses = parse_hosts_file(text)
+        elif kind == "maintenance":
+            item.windows = parse_maintenance(text, tz=opts.tz)
+        elif kind == "joblog":
+            reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+            item.log = parse_joblog(list(enumerate(text.splitlines(keepends=True), 1)),
+                                    tz=opts.tz, year=opts.year, reference=reference)
+        else:
+            raise AuditorError(f"{path}: unknown kind {kind!r}")
+    except ParseError as exc:
+        raise exc.with_source(str(path)) from None
+    return item
+
+
+def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOptions,
+                     now: datetime | None = None) -> list[IngestResult]:
+    """Parse all files, then store them (in the caller's transaction, or one of their own)."""
+    moment = now or datetime.now(UTC)
+    parsed = [_parse(path, kind, opts) for path in paths]
+    results = []
+    with store.transaction():
+        for item in parsed:
+            result = IngestResult(str(item.path), item.kind, "ingested")
+            results.append(result)
+            if store.find_source(item.digest, moment, explicit_at=False) is not None:
+                result.status = "already ingested"
+                continue
+            issues = _issues(item.unparsed)
+            sid = store.add_source(SourceMeta(item.kind, str(item.path), item.digest, "file",
+                                              moment, False, item.lines,
+                                              sum(i[1] for i in issues), item.records))
+            if item.jobs is not None:
+                store.add_jobs(sid, item.jobs.jobs)
+            if item.addresses is not None:
+                store.add_host_addresses(sid, item.addresses)
+            if item.windows is not None:
+                store.add_maintenance(sid, item.windows)
+            if item.log is not None:
+                first = {e.line_no for e in item.log.first}
+                store.add_job_errors(sid, opts.job, item.log.errors, first)
+            store.add_issues(sid, issues)
+            result.records = item.records
+            result.source_id = sid
+            result.warnings = [f"{n} line(s): {why}" for why, n, _, _ in issues]
+    return results

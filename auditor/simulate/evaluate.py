@@ -1,0 +1,116 @@
+"""Scoring the ranking against a scenario's ground truth (used by tests and the benchmark).
+
+recall@K: of the K injected bad cables, how many are among the top K suspects. False blames:
+top-K suspects that are cables of a rebooted switch, of a maintenance target, or a link whose
+only fault was one short reseat flap. The naive ranking (count of DOWN lines per link in the
+switch logs) is scored the same way, in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from auditor.correlate import gather
+from auditor.events import LogOptions, ingest_logs
+from auditor.ingest import ingest_files
+from auditor.jobs import JobOptions, ingest_job_files
+from auditor.rank import as_json, rank
+from auditor.store import Store, utc_naive
+from auditor.timeparse import parse_instant
+
+LinkId = frozenset[tuple[str, int]]
+
+
+@dataclass(slots=True)
+class Score:
+    k: int
+    recall: float
+    false_blames: list[str] = field(default_factory=list)
+    switch_suspects: list[str] = field(default_factory=list)
+    naive_recall: float = 0.0
+    naive_false_blames: int = 0
+    top: list[str] = field(default_factory=list)
+
+
+def _link(ends: list[dict[str, Any]]) -> LinkId:
+    return frozenset((e["name"], e["port"]) for e in ends)
+
+
+def load_scenario(folder: Path, db: Path) -> dict[str, Any]:
+    """Ingest every file of a generated scenario into `db`; returns the ground truth."""
+    truth: dict[str, Any] = json.loads((folder / "truth.json").read_text())
+    topo_at = parse_instant(truth["topology_at"])
+    with Store(db) as store:
+        ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"], at=topo_at)
+        for snap in truth["snapshots"]:
+            ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
+        ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(),
+                    now=parse_instant(truth["window_end"]))
+        ingest_job_files(store, [folder / "hosts", folder / "maintenance.csv",
+                                 folder / "jobs" / "sacct.txt"], "auto", JobOptions())
+        for log in sorted((folder / "jobs" / "logs").glob("*.log")):
+            # One log per job, named for its id: what `ingest --kind joblog --job ID` is for.
+            ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
+    return truth
+
+
+def naive_ranking(folder: Path) -> list[LinkId]:
+    """Links ordered by how many DOWN lines their switch ends logged (what people grep for)."""
+    down = Counter[tuple[str, int]]()
+    pattern = re.compile(r" (\S+) \S+: (?:\[\S+\]: )?Interface IB1/(\d+) changed state to DOWN")
+    for log in (folder / "logs").iterdir():
+        for line in log.read_text().splitlines():
+            m = pattern.search(line)
+            if m:
+                down[(m.group(1), int(m.group(2)))] += 1
+    return [frozenset({port}) for port, _ in down.most_common()]
+
+
+def evaluate(folder: Path, db: Path) -> tuple[Score, dict[str, Any]]:
+    truth = load_scenario(folder, db)
+    since = utc_naive(parse_instant(truth["window_start"]))
+    until = utc_naive(parse_instant(truth["window_end"]))
+    with Store(db, read_only=True) as store:
+        ev = gather(store, since, until)
+    result = as_json(ev, rank(ev))
+    bad = [_link(c["ends"]) for c in truth["bad_cables"]]
+    k = len(bad)
+    suspects = result["suspects"]
+    # recall@K is over link suspects: a switch or host event is a suspect of another kind
+    # and does not take a cable's place.
+    links = [s for s in suspects if s["component"] not in ("switch", "host")]
+    top = links[:k]
+    found = sum(1 for b in bad if any(_link(s["ends"]) == b for s in top))
+    rebooted = {r["name"] for r in truth["switch_reboots"]}
+    maint = {m["target"].split(":")[0] for m in truth["maintenance"]}
+    reseat = [_link(r["ends"]) for r in truth["reseat_flaps"]]
+    false = []
+    for s in top:
+        link = _link(s["ends"])
+        names = {e["name"] for e in s["ends"]}
+        if link in bad:
+            continue
+        if names & rebooted or names & maint or link in reseat:
+            false.append(" <-> ".join(f"{e['name']}[{e['port']}]" for e in s["ends"]))
+    score = Score(k, found / k if k else 1.0, false,
+                  [s["ends"][0]["name"] for s in suspects if s["component"] == "switch"],
+                  top=[f"{s['component']}:" + ",".join(f"{e['name']}[{e['port']}]"
+                                                      for e in s["ends"]) for s in top])
+    naive = naive_ranking(folder)[:k]
+    # A naive entry is one switch port; it "finds" a bad cable when it names one of its ends.
+    score.naive_recall = sum(1 for b in bad if any(n <= b for n in naive)) / k if k else 1.0
+    score.naive_false_blames = sum(
+        1 for n in naive
+        if not any(n <= b for b in bad)
+        and ({p[0] for p in n} & (rebooted | maint) or any(n <= r for r in reseat)))
+    return score, truth
+
+
+def window(truth: dict[str, Any]) -> tuple[datetime, datetime]:
+    return parse_instant(truth["window_start"]), parse_instant(truth["window_end"])
