@@ -106,7 +106,9 @@ def ingest(
 
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
 
-        auditor ingest --kind sacct sacct-24h.txt && auditor ingest --kind joblog --job 4242 rank0.log
+        auditor ingest --kind sacct sacct-24h.txt
+
+        auditor ingest --kind joblog --job 4242 rank0.log
     """
     from auditor.ingest import ingest_files, plan_ingest
     from auditor.parse.nodedesc import parse_node_name_map
