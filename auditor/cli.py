@@ -509,17 +509,56 @@ def devices(fmt: FormatOpt = "table") -> None:
 def demo(
     out: Annotated[Path, typer.Option("--out", help="demo database to (re)create")] = Path(
         "auditor-demo.duckdb"),
+    captures: Annotated[bool, typer.Option(
+        "--captures", help="the fabric-health demo from real ibsim captures instead")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="scenario seed")] = 7,
 ) -> None:
-    """Build a demo database from sample captures shipped with the tool and show what it finds.
+    """Run the main job on a bundled demo: a generated fat tree with bad cables, a switch
+    reboot, maintenance and failed jobs, ingested and ranked (`--captures`: the fabric-health
+    demo built from real infiniband-diags captures of an ibsim fabric).
 
     Example:
 
-        auditor demo && auditor --db auditor-demo.duckdb links --down
-    """
-    from auditor.demo import build_demo
+        auditor demo
 
-    summary = build_demo(out)
-    _out(summary)
+        auditor --db auditor-demo.duckdb suspects --since 1d --until 2026-11-30T00:00:00Z
+    """
+    from auditor.demo import build_demo, build_scenario_demo
+
+    if captures:
+        _out(build_demo(out))
+        return
+    workdir = out.with_name(out.stem + "-scenario")
+    _out(build_scenario_demo(out, workdir, seed=seed))
+
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", help="folder to write the scenario into")],
+    seed: Annotated[int, typer.Option("--seed")] = 1,
+    spines: Annotated[int, typer.Option("--spines")] = 8,
+    leaves: Annotated[int, typer.Option("--leaves")] = 16,
+    hosts: Annotated[int, typer.Option("--hosts", help="hosts per leaf")] = 8,
+    days: Annotated[float, typer.Option("--days")] = 1.0,
+) -> None:
+    """Write a seeded fat-tree scenario with injected faults in the real formats
+    (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
+    maintenance) and its ground truth (truth.json), for tests, demos and evaluation.
+
+    Example:
+
+        auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
+    """
+    from auditor.simulate.scenario import generate
+
+    try:
+        truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
+                         days=days)
+    except ValueError as exc:
+        raise AuditorError(f"simulate: {exc}") from None
+    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
+         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
+         f"ground truth in {out / 'truth.json'}")
 
 
 def main() -> None:

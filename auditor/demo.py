@@ -1,8 +1,12 @@
-"""`auditor demo`: a database built from real captures shipped in the package, and a look at it.
+"""`auditor demo`: the main job on a bundled demo, end to end, in a few seconds.
 
-The captures in auditor/demo_data/ were made with the real infiniband-diags tools against an
-ibsim fat tree (scripts/make_demo_data.py): a healthy sweep, then one after a cable was pulled,
-a link trained down to 1X and error counters rose.
+The default demo generates a seeded scenario (auditor.simulate.scenario: a fat tree with bad
+cables, a switch reboot, a re-imaged host in maintenance, jobs that died of the network and
+of GPU errors, in the real file formats), ingests every file and shows the ranked suspects.
+
+`--captures` builds instead a database from real captures shipped in the package: made with the
+real infiniband-diags tools against an ibsim fat tree (scripts/make_demo_data.py), a healthy
+sweep, then one after a cable was pulled, a link trained down to 1X and error counters rose.
 """
 
 from __future__ import annotations
@@ -21,15 +25,60 @@ from auditor.timeparse import parse_instant
 DATA = Path(__file__).resolve().parent / "demo_data"
 
 
-def build_demo(out: Path) -> str:
-    """(Re)create the demo database at `out` and return what the auditor finds in it."""
-    manifest = json.loads((DATA / "manifest.json").read_text(encoding="utf-8"))
+def _fresh(out: Path, allowed: Path) -> None:
+    """Remove an earlier demo database at `out`, refusing to touch one with other data."""
     if out.exists():
         with Store(out, read_only=True) as old:
-            if any(not str(s["path"]).startswith(str(DATA)) for s in old.sources()):
+            if any(not str(s["path"]).startswith(str(allowed)) for s in old.sources()):
                 raise AuditorError(f"{out}: holds more than demo data; choose another --out")
         out.unlink()
         Path(f"{out}.wal").unlink(missing_ok=True)
+
+
+def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
+    """Generate a scenario under `workdir`, ingest it into `out`, return the suspects table."""
+    from auditor.correlate import gather
+    from auditor.rank import as_json, rank
+    from auditor.simulate.evaluate import load_scenario
+    from auditor.simulate.scenario import generate
+    from auditor.store import utc_naive
+
+    _fresh(out, workdir)
+    generate(workdir, seed=seed, spines=4, leaves=8, hosts_per_leaf=8)
+    truth = load_scenario(workdir, out)
+    since = utc_naive(parse_instant(truth["window_start"]))
+    until = utc_naive(parse_instant(truth["window_end"]))
+    with Store(out, read_only=True) as store:
+        ev = gather(store, since, until)
+        topo = fabric.topology(store, until)
+    data = as_json(ev, rank(ev), limit=8)
+    rows = [{
+        "rank": s["rank"], "score": s["score"], "verdict": s["component"],
+        "end A": f"{s['ends'][0]['name']} {s['ends'][0]['label']}".strip(),
+        "end B": f"{s['ends'][1]['name']} {s['ends'][1]['label']}" if len(s["ends"]) > 1 else "",
+        "evidence": "; ".join(s["evidence"][:2]), "action": s["action"],
+    } for s in data["suspects"]]
+    jobs = data["jobs"]
+    lines = [
+        f"demo database: {out} (scenario files in {workdir})",
+        f"fabric: {topo['switches']} switches, {topo['hcas']} HCAs, {topo['links']} links; "
+        f"window {data['window']['since']} .. {data['window']['until']}",
+        f"jobs: {jobs['failed']} failed, {jobs['network']} by the network, "
+        f"{jobs['other_causes']} by other causes (GPU errors, OOM), "
+        f"{jobs['unexplained']} unexplained",
+        "",
+        to_table(rows, title="what to replace first (auditor suspects)", width=200),
+        f"next: auditor --db {out} suspects --since 1d --until {data['window']['until']} "
+        "--format json   |   auditor --db " + str(out) + " flaps --since 1d --until "
+        + data["window"]["until"],
+    ]
+    return "\n".join(lines)
+
+
+def build_demo(out: Path) -> str:
+    """(Re)create the demo database at `out` and return what the auditor finds in it."""
+    manifest = json.loads((DATA / "manifest.json").read_text(encoding="utf-8"))
+    _fresh(out, DATA)
     last: datetime | None = None
     with Store(out) as store:
         for snap in manifest["snapshots"]:

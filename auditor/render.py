@@ -45,6 +45,7 @@ def _cell(value: Any) -> str:
 
 def to_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
              title: str | None = None, width: int = 160) -> str:
+    """A text table; `width` is the terminal width to lay it out for."""
     cols = list(columns or (rows[0].keys() if rows else []))
     table = Table(title=title, show_lines=False, header_style="bold")
     for col in cols:

@@ -130,10 +130,26 @@ def test_db_from_environment(tmp_path: Path) -> None:
     assert env_db.exists() and not (tmp_path / "auditor.duckdb").exists()
 
 
-def test_demo_builds_and_shows_findings(tmp_path: Path) -> None:
-    res = auditor("demo", "--out", str(tmp_path / "demo.duckdb"), cwd=tmp_path)
+def test_capture_demo_builds_and_shows_findings(tmp_path: Path) -> None:
+    res = auditor("demo", "--captures", "--out", str(tmp_path / "demo.duckdb"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "12 switches, 31 HCAs, 62 links, 3 port(s) down, 1 degraded link(s)" in res.stdout
     assert "leaf05" in res.stdout and "1X" in res.stdout
-    again = auditor("demo", "--out", str(tmp_path / "demo.duckdb"), cwd=tmp_path)
+    again = auditor("demo", "--captures", "--out", str(tmp_path / "demo.duckdb"), cwd=tmp_path)
     assert again.returncode == 0
+
+
+def test_demo_ranks_suspects_in_seconds(tmp_path: Path) -> None:
+    import time
+
+    start = time.monotonic()
+    res = auditor("demo", "--out", str(tmp_path / "demo.duckdb"), cwd=tmp_path)
+    took = time.monotonic() - start
+    assert res.returncode == 0, res.stderr
+    assert "what to replace first" in res.stdout
+    assert "switch " in res.stdout and "Replace the cable" in res.stdout
+    assert took < 30  # "within a few seconds" on a laptop; generous for a loaded CI box
+    other = tmp_path / "mine.duckdb"
+    assert auditor("--db", str(other), "ingest", str(SNAP1 / "iblinkinfo.txt")).returncode == 0
+    refused = auditor("demo", "--out", str(other), cwd=tmp_path)
+    assert refused.returncode == 2 and "holds more than demo data" in refused.stderr

@@ -1,0 +1,92 @@
+"""`auditor suspects` on generated scenarios: the CLI contract, and the method against ground
+truth: bad cables found, the rebooted switch blamed once as a switch, maintenance and single
+short reseat flaps not blamed, jobs that died of GPU errors not blamed on the network."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.errors import AuditorError
+from auditor.simulate.evaluate import evaluate
+from auditor.simulate.scenario import generate
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict]:
+    folder = tmp_path_factory.mktemp("scenario")
+    generate(folder, seed=11, spines=4, leaves=8, hosts_per_leaf=8)
+    db = folder / "a.duckdb"
+    score, truth = evaluate(folder, db)
+    return db, folder, truth | {"_score": score}
+
+
+def suspects(db: Path, *args: str) -> dict:
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              "2026-11-30T00:00:00Z", "--format", "json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_json_contract(scenario: tuple[Path, Path, dict]) -> None:
+    db, _, _ = scenario
+    data = suspects(db)
+    assert data["window"] == {"since": "2026-11-29T00:00:00Z", "until": "2026-11-30T00:00:00Z"}
+    assert [s["rank"] for s in data["suspects"]] == list(range(1, len(data["suspects"]) + 1))
+    scores = [s["score"] for s in data["suspects"]]
+    assert scores == sorted(scores, reverse=True) and all(0 < s < 1 for s in scores)
+    for s in data["suspects"]:
+        assert s["component"] in {"cable", "transceiver", "switch_port", "switch", "hca", "host"}
+        assert {"rank", "component", "score", "ends", "flaps", "downtime_s", "jobs_failed",
+                "gpu_hours_lost", "evidence", "action"} <= set(s)
+        assert all({"name", "guid", "port"} <= set(e) for e in s["ends"])
+        if s["component"] in ("switch", "host"):
+            assert len(s["ends"]) == 1 and s["ends"][0]["port"] is None
+        else:
+            assert all(isinstance(e["port"], int) for e in s["ends"])
+        assert s["evidence"] and s["action"]
+    assert len(suspects(db, "--limit", "2")["suspects"]) == 2
+
+
+def test_method_against_ground_truth(scenario: tuple[Path, Path, dict]) -> None:
+    _, _, truth = scenario
+    score = truth["_score"]
+    assert score.recall == 1.0, score.top
+    assert score.false_blames == []
+    assert sorted(score.switch_suspects) == sorted(r["name"] for r in truth["switch_reboots"])
+    assert score.recall > score.naive_recall
+
+
+def test_gpu_failures_are_not_blamed_on_the_network(scenario: tuple[Path, Path, dict]) -> None:
+    db, _, truth = scenario
+    data = suspects(db)
+    other = {j["job_id"] for j in truth["non_network_failed_jobs"]}
+    assert other and data["jobs"]["other_causes"] == len(other)
+    blamed = " ".join(" ".join(s["evidence"]) for s in data["suspects"])
+    assert not any(job in blamed for job in other)
+
+
+def test_table_shows_both_ends_labels_verdict_and_action(scenario: tuple[Path, Path, dict]
+                                                         ) -> None:
+    db, _, _ = scenario
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              "2026-11-30T00:00:00Z", "--limit", "3"])
+    assert res.exit_code == 0
+    assert "IB1/" in res.stdout and "Replace" in res.stdout
+    assert "failed job(s)" in res.stdout
+
+
+def test_no_topology_is_a_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "empty.duckdb"
+    hosts = tmp_path / "hosts"
+    hosts.write_text("10.0.0.1 node-001\n")
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(hosts)]).exit_code == 0
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h"])
+    assert isinstance(res.exception, AuditorError)
+    assert "no topology snapshot" in str(res.exception)
