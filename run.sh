@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 APT_TEST=(python3-venv python3-pip ibsim-utils infiniband-diags opensm snmpd snmp
-          openssh-server)
+          openssh-server chromium)
 APT_DEMO=(python3-venv python3-pip)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -533,6 +533,149 @@ def demo(
 
 
 @app.command()
+def report(
+    out: Annotated[Path, typer.Option("--out", help="folder for replacements.csv, report.html "
+                                      "and report.json")],
+    since: SinceOpt = "24h",
+    until: UntilOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="suspects in the report")] = 50,
+) -> None:
+    """Write the technician's replacement list (replacements.csv: both ends with port labels
+    and rack locations, parts with serial numbers, action), a self-contained report.html with
+    plots, and report.json for automation.
+
+    Example:
+
+        auditor report --since 24h --out reports/today
+    """
+    from auditor.report import build_report, write_report
+    from auditor.store import Store, utc_naive
+
+    settings = _settings()
+    start, end = _window(since, until)
+    with Store(settings.db, read_only=True) as store:
+        data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                            verify_days=settings.nightly.verify_days, limit=limit)
+    for path in write_report(out, data):
+        _out(str(path))
+
+
+@app.command()
+def replaced(
+    link: Annotated[str, typer.Option("--link", help='one end as switch:port ("leaf04:IB1/7"), '
+                                      'or both as "a:port<->b:port"')],
+    part: Annotated[str, typer.Option("--part", help="cable, transceiver-a, transceiver-b or "
+                                      "switch-port")],
+    ticket: Annotated[str, typer.Option("--ticket", help="your ticket id")],
+    at: AtOpt = None,
+) -> None:
+    """Record a swap a technician made, so later runs can tell whether the flaps stopped,
+    continued on the same port, or followed the old part (by its serial number) elsewhere.
+
+    Example:
+
+        auditor replaced --link "leaf04:IB1/7" --part cable --ticket T123
+    """
+    from auditor.replacements import record
+    from auditor.store import Store
+
+    settings = _settings()
+    with Store(settings.db) as store:
+        done = record(store, link, part, ticket, _at(at), aliases=settings.aliases)
+    serials = ", ".join(done["old_serials"]) or "unknown"
+    _out(f"recorded {done['part']} swap on {done['link']} (ticket {done['ticket']}; old serial "
+         f"number(s): {serials})")
+
+
+@app.command("replacements")
+def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
+    """Every recorded swap with its status: verified (no flap for the configured clean days),
+    watching, escalated (flaps continued on the same port, with what to suspect next) or
+    followed_part (the old part flaps in its new place).
+
+    Example:
+
+        auditor replacements --format json
+    """
+    from auditor.replacements import status
+    from auditor.store import Store
+
+    _check_format(fmt)
+    settings = _settings()
+    with Store(settings.db, read_only=True) as store:
+        rows = status(store, _at(at), settings.nightly.verify_days)
+    _out(render_rows(rows, fmt, title="replacements"))
+
+
+@app.command("nightly")
+def nightly_cmd(
+    no_sweep: Annotated[bool, typer.Option(
+        "--no-sweep", help="only rank and report what is already ingested")] = False,
+    until: UntilOpt = None,
+    metrics: Annotated[Path | None, typer.Option(
+        "--metrics", help="also write node_exporter textfile metrics here")] = None,
+) -> None:
+    """The cron job: sweep, suspects and report into a dated folder under reports/, prune old
+    captures and reports, log to a file. Quiet without a terminal, progress bars with one.
+
+    Exit codes: 0 nothing new to replace; 10 new suspects since the last run; 20 some sources
+    failed (the report is still written); 2 usage or config error; 75 another run holds the
+    lock (this one exits at once).
+
+    Example:
+
+        30 2 * * * cd /srv/auditor && .venv/bin/auditor --config auditor.toml nightly
+    """
+    from auditor.nightly import secret_values, setup_logging, teardown_logging
+    from auditor.pipeline import run_nightly
+
+    settings = _settings()
+    interactive = sys.stdout.isatty()
+    setup_logging(settings.log_file, interactive, secret_values(settings))
+    try:
+        end = None
+        if until:
+            from auditor.timeparse import parse_instant
+
+            end = parse_instant(until, "--until")
+        result = run_nightly(settings, interactive=interactive, do_sweep=not no_sweep,
+                             until=end, metrics_file=metrics)
+    finally:
+        teardown_logging()
+    if interactive:
+        _out(f"report: {result.folder}  ({len(result.new)} new suspect(s), "
+             f"{len(result.failed_sources)} failed source(s))")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command("metrics")
+def metrics_cmd(
+    textfile: Annotated[Path, typer.Option("--textfile", help="the .prom file node_exporter's "
+                                           "textfile collector reads")],
+    since: SinceOpt = "24h",
+    until: UntilOpt = None,
+) -> None:
+    """Write Prometheus textfile-collector metrics: flaps per suspect link, suspect scores,
+    sweep coverage, failed jobs and the time of the last good sweep.
+
+    Example:
+
+        auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
+    """
+    from auditor.metrics import render, write_textfile
+    from auditor.report import build_report
+    from auditor.store import Store, utc_naive
+
+    settings = _settings()
+    start, end = _window(since, until)
+    with Store(settings.db, read_only=True) as store:
+        data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                            verify_days=settings.nightly.verify_days)
+        write_textfile(textfile, render(data, store.sources()))
+    _out(str(textfile))
+
+
+@app.command()
 def simulate(
     out: Annotated[Path, typer.Option("--out", help="folder to write the scenario into")],
     seed: Annotated[int, typer.Option("--seed")] = 1,

@@ -106,6 +106,19 @@ class HostSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class NightlySettings:
+    """`[nightly]`: the cron run."""
+
+    reports: Path | None = None  # dated report folders go here (default: reports/ beside the DB)
+    log_file: Path | None = None  # default: auditor-nightly.log beside the DB
+    since: str = "24h"
+    keep_captures_days: float = 14.0
+    keep_reports_days: float = 90.0
+    verify_days: float = 7.0  # clean days after a swap before it counts as verified
+    limit: int = 50  # suspects in the report
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     year: int | None = None
     tz: str = "UTC"
@@ -124,10 +137,19 @@ class Settings:
     aliases: dict[str, str] = field(default_factory=dict)  # name in logs -> name in the fabric
     logs: LogSettings = field(default_factory=LogSettings)
     hosts: HostSettings = field(default_factory=HostSettings)
+    nightly: NightlySettings = field(default_factory=NightlySettings)
 
     @property
     def captures_dir(self) -> Path:
         return self.captures or self.db.resolve().parent / "captures"
+
+    @property
+    def reports_dir(self) -> Path:
+        return self.nightly.reports or self.db.resolve().parent / "reports"
+
+    @property
+    def log_file(self) -> Path:
+        return self.nightly.log_file or self.db.resolve().parent / "auditor-nightly.log"
 
 
 def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -163,7 +185,10 @@ def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 _KNOWN = {
-    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs", "hosts"},
+    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs", "hosts",
+         "nightly"},
+    "nightly": {"reports", "log_file", "since", "keep_captures_days", "keep_reports_days",
+                "verify_days", "limit"},
     "hosts": {"names", "user", "port", "password", "key_file", "known_hosts", "timeout_s",
               "concurrency", "kernel_log", "sysfs_root"},
     "snmp": {"concurrency"},
@@ -254,7 +279,26 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         concurrency=_get(hosts, "concurrency", int, "hosts") or 16, kernel_log=kernel_log,
         sysfs_root=_get(hosts, "sysfs_root", str, "hosts") or "/sys/class/infiniband",
     )
+    nightly = data.get("nightly", {})
+
+    def number(key: str, default: float) -> float:
+        value = _get(nightly, key, (int, float), "nightly")
+        if value is not None and value <= 0:
+            raise ConfigError(f"nightly.{key}: must be greater than 0")
+        return float(value) if value is not None else default
+
+    since = _get(nightly, "since", str, "nightly") or "24h"
+    if not re.match(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$", since):
+        raise ConfigError("nightly.since: a span such as 24h or 7d")
+    night = NightlySettings(
+        reports=_path(_get(nightly, "reports", str, "nightly"), base),
+        log_file=_path(_get(nightly, "log_file", str, "nightly"), base), since=since,
+        keep_captures_days=number("keep_captures_days", 14.0),
+        keep_reports_days=number("keep_reports_days", 90.0),
+        verify_days=number("verify_days", 7.0), limit=int(number("limit", 50)),
+    )
     return Settings(
+        nightly=night,
         db=chosen_db,
         config_path=config_path,
         captures=_path(_get(store, "captures", str, "store"), base),

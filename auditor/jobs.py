@@ -1,5 +1,6 @@
-"""Ingest of the job side: scheduler records (sacct -P, jobcomp, JSONL), job logs (NCCL,
-PyTorch), host address maps (/etc/hosts format) and declared maintenance windows.
+"""Ingest of the job side and the site's own records: scheduler records (sacct -P, jobcomp,
+JSONL), job logs (NCCL, PyTorch), host address maps (/etc/hosts format), declared maintenance
+windows and the location inventory (site / row / rack / U, faceplate labels).
 
 Like the other ingests: parse everything first, then store in the caller's transaction; a file
 whose lines cannot all be read is kept with the lines counted per reason in `sources`.
@@ -19,19 +20,21 @@ from auditor.ingest import IngestResult, read_text
 from auditor.models import HostAddress, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
 from auditor.parse.hosts_file import parse_hosts_file
+from auditor.parse.inventory import Location, parse_inventory
 from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.joblog import JoblogResult, parse_joblog
 from auditor.parse.maintenance import parse_maintenance
 from auditor.parse.sacct import parse_sacct
 from auditor.store import SourceMeta, Store
 
-JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance")
+JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory")
 
 _SIGNS: list[tuple[str, re.Pattern[str]]] = [
     ("sacct", re.compile(r"^JobID(Raw)?\||\|JobID(Raw)?\|", re.IGNORECASE)),
     ("jobcomp", re.compile(r"^JobId=\S+ ")),
     ("jobs-jsonl", re.compile(r'^\{\s*"')),
     ("maintenance", re.compile(r"^\s*target\s*,", re.IGNORECASE)),
+    ("inventory", re.compile(r"^\s*name\s*,.*\b(site|rack)\b", re.IGNORECASE)),
     ("joblog", re.compile(r"NCCL (WARN|INFO)|NET/IB|ProcessGroupNCCL|\[rank\d+\]|torchelastic|"
                           r"torch\.distributed|CUDA out of memory|NVRM: Xid")),
     ("hosts", re.compile(r"^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:%\w]*)\s+[\w.-]+")),
@@ -85,6 +88,7 @@ class _JobFile:
     addresses: list[HostAddress] | None = None
     windows: list[MaintenanceWindow] | None = None
     log: JoblogResult | None = None
+    locations: list[Location] | None = None
 
     @property
     def records(self) -> int:
@@ -92,7 +96,7 @@ class _JobFile:
             return len(self.jobs.jobs)
         if self.log is not None:
             return len(self.log.errors)
-        return len(self.addresses or self.windows or [])
+        return len(self.addresses or self.windows or self.locations or [])
 
     @property
     def unparsed(self) -> list[tuple[int, str, str]]:
@@ -119,6 +123,8 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             item.addresses = parse_hosts_file(text)
         elif kind == "maintenance":
             item.windows = parse_maintenance(text, tz=opts.tz)
+        elif kind == "inventory":
+            item.locations = parse_inventory(text)
         elif kind == "joblog":
             reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
             item.log = parse_joblog(list(enumerate(text.splitlines(keepends=True), 1)),
@@ -153,6 +159,8 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
                 store.add_host_addresses(sid, item.addresses)
             if item.windows is not None:
                 store.add_maintenance(sid, item.windows)
+            if item.locations is not None:
+                store.add_inventory(sid, item.locations)
             if item.log is not None:
                 first = {e.line_no for e in item.log.first}
                 store.add_job_errors(sid, opts.job, item.log.errors, first)

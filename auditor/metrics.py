@@ -1,0 +1,77 @@
+"""Prometheus node_exporter textfile-collector metrics: flaps per link, suspect scores, sweep
+coverage and the time of the last good sweep.
+
+node_exporter reads every *.prom file in its textfile directory on each scrape, so the file is
+written to a temporary name and renamed: a scrape never sees half a file.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+def _label(value: object) -> str:
+    # The exposition format escapes backslash, double quote and newline in label values.
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(**kv: object) -> str:
+    return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in kv.items()) + "}"
+
+
+def render(report: dict[str, Any], sources: list[dict[str, Any]]) -> str:
+    """Metric text from a report dict (see auditor.report) and the ingested sources."""
+    lines = [
+        "# HELP auditor_link_flaps Flaps of a suspect link in the report window.",
+        "# TYPE auditor_link_flaps gauge",
+    ]
+    for s in report["suspects"]:
+        ends = s["ends"]
+        b = ends[1] if len(ends) > 1 else {"name": "", "port": ""}
+        lines.append("auditor_link_flaps" + _labels(
+            component=s["component"], a=ends[0]["name"], a_port=ends[0]["port"] or "",
+            b=b["name"], b_port=b["port"] or "") + f" {s['flaps']}")
+    lines += ["# HELP auditor_suspect_score Suspect score (0..1) in the report window.",
+              "# TYPE auditor_suspect_score gauge"]
+    for s in report["suspects"]:
+        ends = s["ends"]
+        b = ends[1] if len(ends) > 1 else {"name": "", "port": ""}
+        lines.append("auditor_suspect_score" + _labels(
+            component=s["component"], rank=s["rank"], a=ends[0]["name"],
+            a_port=ends[0]["port"] or "", b=b["name"], b_port=b["port"] or "")
+            + f" {s['score']}")
+    cov = report["coverage"]
+    lines += ["# HELP auditor_sweep_devices Devices by collection result in the last sweep.",
+              "# TYPE auditor_sweep_devices gauge",
+              "auditor_sweep_devices" + _labels(kind="switch", result="ok")
+              + f" {cov['switches_ok']}",
+              "auditor_sweep_devices" + _labels(kind="switch", result="failed")
+              + f" {cov['switches_total'] - cov['switches_ok']}",
+              "auditor_sweep_devices" + _labels(kind="host", result="ok") + f" {cov['hosts_ok']}",
+              "auditor_sweep_devices" + _labels(kind="host", result="failed")
+              + f" {cov['hosts_total'] - cov['hosts_ok']}"]
+    good = [s["observed_at"] for s in sources
+            if s["kind"] in ("ibnetdiscover", "iblinkinfo") and s["observed_at"] is not None]
+    lines += ["# HELP auditor_last_good_sweep_timestamp_seconds When the newest topology "
+              "snapshot was taken (Unix time).",
+              "# TYPE auditor_last_good_sweep_timestamp_seconds gauge",
+              "auditor_last_good_sweep_timestamp_seconds "
+              + (f"{max(good).replace(tzinfo=UTC).timestamp():.0f}" if good else "0")]
+    summary = report["summary"]
+    lines += ["# HELP auditor_jobs_failed Failed jobs in the report window.",
+              "# TYPE auditor_jobs_failed gauge",
+              "auditor_jobs_failed" + _labels(cause="network") + f" {summary['jobs_network']}",
+              "auditor_jobs_failed" + _labels(cause="any") + f" {summary['jobs_failed']}",
+              "# HELP auditor_report_timestamp_seconds When these metrics were written.",
+              "# TYPE auditor_report_timestamp_seconds gauge",
+              f"auditor_report_timestamp_seconds {datetime.now(UTC).timestamp():.0f}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_textfile(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,99 @@
+"""The nightly run: sweep, suspects, report into a dated folder, retention, metrics.
+
+Made for cron: one run at a time (a lock), a log file, quiet without a terminal, and an exit
+code that says what happened (see auditor.nightly for the table).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from auditor import nightly
+from auditor.collect.runner import runner_for
+from auditor.config import Settings
+from auditor.errors import CollectError
+from auditor.metrics import render as render_metrics
+from auditor.metrics import write_textfile
+from auditor.nightly import RunLock, new_suspects, progress
+from auditor.parse.nodedesc import parse_node_name_map
+from auditor.report import build_report, write_report
+from auditor.store import Store, utc_naive
+from auditor.sweep import sweep
+from auditor.timeparse import parse_span
+
+log = logging.getLogger("auditor.nightly")
+
+
+@dataclass(slots=True)
+class NightlyResult:
+    folder: Path
+    exit_code: int
+    new: list[dict[str, Any]] = field(default_factory=list)
+    failed_sources: list[str] = field(default_factory=list)
+    pruned: list[Path] = field(default_factory=list)
+
+
+def _previous_report(reports: Path, current: Path) -> dict[str, Any] | None:
+    import json
+
+    older = [f for f in nightly.dated_folders(reports) if f.name < current.name]
+    for folder in reversed(older):
+        path = folder / "report.json"
+        if path.is_file():
+            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            return data
+    return None
+
+
+def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
+                until: datetime | None = None, metrics_file: Path | None = None) -> NightlyResult:
+    now = datetime.now(UTC)
+    end = until or now
+    start = end - parse_span(settings.nightly.since, "nightly.since")
+    with RunLock.for_db(settings.db) as lock, progress(interactive) as steps:
+        log.info("nightly run for %s .. %s into %s", start, end, settings.reports_dir)
+        failed: list[str] = []
+        if do_sweep:
+            with steps.step("sweep: fabric tools, switches, hosts"), Store(settings.db) as store:
+                names: dict[str, str] = {}
+                if settings.node_name_map is not None:
+                    names = parse_node_name_map(settings.node_name_map.read_text())
+                try:
+                    runner = runner_for(settings.sweep)
+                except CollectError as exc:
+                    failed.append(str(exc))
+                    log.error("sweep not run: %s", exc)
+                else:
+                    try:
+                        result = sweep(store, settings, runner, at=now, node_names=names)
+                    finally:
+                        runner.close()
+                    for c in result.failed:
+                        failed.append(f"{c['command']}: {c['detail']}")
+                        log.error("source failed: %s: %s", c["command"], c["detail"])
+        with steps.step("suspects and report"), Store(settings.db, read_only=True) as store:
+            report = build_report(store, utc_naive(start), utc_naive(end),
+                                  aliases=settings.aliases,
+                                  verify_days=settings.nightly.verify_days,
+                                  limit=settings.nightly.limit)
+            sources = store.sources()
+        folder = nightly.dated_folder(settings.reports_dir, now)
+        write_report(folder, report)
+        new = new_suspects(_previous_report(settings.reports_dir, folder), report)
+        log.info("report written to %s: %d suspect(s), %d new", folder,
+                 len(report["suspects"]), len(new))
+        with steps.step("retention"):
+            pruned = nightly.prune_captures(settings.captures_dir,
+                                            settings.nightly.keep_captures_days, now,
+                                            protect=[settings.db, lock.path])
+            pruned += nightly.prune_reports(settings.reports_dir,
+                                            settings.nightly.keep_reports_days, now)
+        for path in pruned:
+            log.info("removed old %s", path)
+        if metrics_file is not None:
+            write_textfile(metrics_file, render_metrics(report, sources))
+    return NightlyResult(folder, nightly.exit_code(len(new), bool(failed)), new, failed, pruned)

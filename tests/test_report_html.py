@@ -1,0 +1,350 @@
+"""The HTML report: self-contained, escaped, empty states, and a real Chromium that renders it,
+screenshots it and prints it to PDF."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.report_html import render_html
+from tests.conftest import need
+
+EVIL = '<script>alert("x")</script>leaf$07$'
+SINCE = datetime(2026, 11, 29, 6, 0, tzinfo=UTC)
+UNTIL = SINCE + timedelta(hours=24)
+
+
+def _iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _at(hours: float, seconds: float = 0) -> str:
+    return _iso(SINCE + timedelta(hours=hours, seconds=seconds))
+
+
+def _loc(rack: str, u: str) -> dict[str, Any]:
+    return {"site": "fra1", "row": "B", "rack": rack, "u": u}
+
+
+def sample_report() -> dict[str, Any]:
+    """What auditor/report.py builds for a morning with three bad cables, a rebooted switch and
+    one cable already swapped."""
+    replacements: list[dict[str, Any]] = [
+        {"priority": 1, "verdict": "cable", "score": 0.97,
+         "action": "Replace the cable leaf03 IB1/17 <-> spine02 IB1/5; clean both optics first.",
+         "a": {"name": "leaf03", "port": 17, "label": "IB1/17", **_loc("B07", "38")},
+         "b": {"name": "spine02", "port": 5, "label": "IB1/5", **_loc("B01", "40")},
+         "part": {"vendor": "Mellanox", "part_number": "MFS1S00-H010V",
+                  "serial_number": "MT2147FT01234", "length": "10 m"},
+         "first_flap": _at(2, 13), "last_flap": _at(21, 2), "jobs_failed": 3,
+         "gpu_hours_lost": 412.5,
+         "evidence": ["9 flap(s), 4 longer than 7 s, 311 s down in all (first "
+                      "2026-11-29 08:00:13, seen by syslog, ufm)",
+                      "3 failed job(s) (4242, 4250, 4311), 412 GPU-hours lost",
+                      "leaf03 port 17: 18442 symbol errors, 12 link-error recoveries, 0 "
+                      "receive errors in 24.0 h (threshold 120/h)"],
+         "ticket": ""},
+        {"priority": 2, "verdict": "transceiver", "score": 0.81,
+         "action": "Clean, then replace the transceiver at gpu-node-07 mlx5_0 port 1 "
+                   "(the sending end).",
+         "a": {"name": "gpu-node-07", "port": 1, "label": "mlx5_0 port 1", **_loc("B07", "12")},
+         "b": {"name": "leaf03", "port": 7, "label": "IB1/7", **_loc("B07", "38")},
+         "part": {"vendor": "NVIDIA", "part_number": "MMA1T00-HS", "serial_number":
+                  "MT2203FT00077", "length": None},
+         "first_flap": None, "last_flap": None, "jobs_failed": 0, "gpu_hours_lost": 0.0,
+         "evidence": ["gpu-node-07 port 1: 9120 symbol errors in 24.0 h (threshold 120/h)",
+                      "symbol errors grew in several successive snapshots"],
+         "ticket": ""},
+        {"priority": 3, "verdict": "switch", "score": 0.63,
+         "action": f"Check {EVIL}: 28 ports went down within 4 s (reboot or power).",
+         "a": {"name": EVIL, "port": None, "label": "", **_loc("B02", "40")},
+         "b": None,
+         "part": {"vendor": None, "part_number": None, "serial_number": None, "length": None},
+         "first_flap": _at(15), "last_flap": _at(15, 4), "jobs_failed": 1,
+         "gpu_hours_lost": 96.0,
+         "evidence": [f"{EVIL}: 28 of 32 cabled ports down within 4 s"],
+         "ticket": ""},
+        {"priority": 4, "verdict": "cable", "score": 0.41,
+         "action": "Reseat leaf05 IB1/3 <-> gpu-node-19 mlx5_1 port 1 and watch.",
+         "a": {"name": "leaf05", "port": 3, "label": "IB1/3", "site": None, "row": None,
+               "rack": None, "u": None},
+         "b": {"name": "gpu-node-19", "port": 1, "label": "mlx5_1 port 1", "site": None,
+               "row": None, "rack": None, "u": None},
+         "part": {"vendor": None, "part_number": None, "serial_number": None, "length": None},
+         "first_flap": _at(22, 30), "last_flap": _at(22, 30), "jobs_failed": 0,
+         "gpu_hours_lost": 0.0, "evidence": ["1 flap(s), 1 longer than 7 s, still down"],
+         "ticket": ""},
+    ]
+    flaps1: list[dict[str, str | None]] = [{"down_at": _at(h, 13), "up_at": _at(h, 13 + d)}
+        for h, d in ((2, 3), (2.5, 41), (7, 9), (9.2, 2), (13, 120), (13.1, 8),
+                     (18, 30), (20.5, 60))]
+    flaps1.append({"down_at": _at(21, 2), "up_at": None})  # still down at the window end
+    timelines = {
+        "1": {"flaps": flaps1, "jobs": [{"job_id": "4242", "died_at": _at(2.5, 60)},
+                                        {"job_id": "4250", "died_at": _at(13, 150)},
+                                        {"job_id": "4311", "died_at": _at(20.5, 90)}]},
+        "2": {"flaps": [], "jobs": []},
+        "3": {"flaps": [{"down_at": _at(15), "up_at": _at(15, 190)}],
+              "jobs": [{"job_id": "4301", "died_at": _at(15, 40)}]},
+        "4": {"flaps": [{"down_at": _at(22, 30), "up_at": None}], "jobs": []},
+    }
+
+    def tier_nodes(names: list[str], kind: str, tier: int) -> list[dict[str, Any]]:
+        return [{"id": n, "name": n, "kind": kind, "tier": tier} for n in names]
+
+    spines = [f"spine{i:02d}" for i in range(1, 5)]
+    hosts3 = [f"gpu-node-{i:02d}" for i in range(1, 9)]
+    neighbourhoods = {
+        "1": {"nodes": tier_nodes(spines, "switch", 0) + tier_nodes(["leaf03", "leaf04"],
+                                                                    "switch", 1)
+              + tier_nodes(hosts3, "hca", 2),
+              "edges": [{"a": "leaf03", "b": s, "label": f"IB1/{17 + i}",
+                         "suspect": False} for i, s in enumerate(spines) if s != "spine02"]
+              + [{"a": "leaf04", "b": "spine02", "label": "IB1/18", "suspect": False}]
+              + [{"a": "leaf03", "b": h, "label": f"IB1/{i + 1}", "suspect": False}
+                 for i, h in enumerate(hosts3)]
+              + [{"a": "leaf03", "b": "spine02", "label": "IB1/17 - IB1/5", "suspect": True}]},
+        "2": {"nodes": tier_nodes(["leaf03"], "switch", 1) + tier_nodes(["gpu-node-07"],
+                                                                       "hca", 2),
+              "edges": [{"a": "leaf03", "b": "gpu-node-07", "label": "IB1/7 - mlx5_0 p1",
+                         "suspect": True}]},
+        "3": {"nodes": [{"id": "sw-evil", "name": EVIL, "kind": "switch", "tier": 0},
+                        *tier_nodes([f"leaf{i:02d}" for i in range(1, 31)], "switch", 1)],
+              "edges": [{"a": "sw-evil", "b": f"leaf{i:02d}", "label": "", "suspect": False}
+                        for i in range(1, 31)]},
+        # "4" left out on purpose: a missing neighbourhood renders a placeholder.
+    }
+    bins = [_iso(SINCE + timedelta(hours=h)) for h in range(24)]
+    counts1 = [0] * 24
+    for h in (2, 2, 7, 9, 13, 13, 18, 20, 21):
+        counts1[h] += 1
+    heatmap = {"bins": bins, "rows": [
+        {"switch": "leaf03", "counts": counts1},
+        {"switch": "spine02", "counts": counts1},
+        {"switch": EVIL, "counts": [28 if h == 9 else 0 for h in range(24)]},
+        {"switch": "leaf05", "counts": [1 if h == 16 else 0 for h in range(24)]},
+        {"switch": "leaf01", "counts": [0] * 24},  # no flaps: not a row of the heatmap
+    ]}
+    tracking = [
+        {"ticket": "DCOPS-1182", "link": "leaf02 IB1/9 <-> gpu-node-03 mlx5_0 port 1",
+         "part": "MFS1S00-H005V S/N MT2140FT00912", "recorded_at": _iso(SINCE - timedelta(days=3)),
+         "status": "verified", "reason": "no flap in 72 h after the swap"},
+        {"ticket": "DCOPS-1190", "link": "leaf06 IB1/21 <-> spine01 IB1/12",
+         "part": "MFS1S00-H010V S/N MT2147FT04444", "recorded_at": _iso(SINCE - timedelta(hours=20)),
+         "status": "continued_same_port", "reason": "4 flaps on the same port after the swap: "
+         "suspect the switch port"},
+        {"ticket": "DCOPS-1193", "link": "leaf01 IB1/2 <-> gpu-node-01 mlx5_0 port 1",
+         "part": "MMA1T00-HS S/N MT2203FT00001", "recorded_at": _iso(SINCE - timedelta(hours=6)),
+         "status": "watching", "reason": "swapped 30 h ago, quiet so far"},
+    ]
+    return {
+        "title": "Fabric audit fra1-pod2",
+        "generated_at": _iso(UNTIL + timedelta(minutes=3)),
+        "window": {"since": _iso(SINCE), "until": _iso(UNTIL)},
+        "coverage": {"switches_ok": 46, "switches_total": 48, "hosts_ok": 510,
+                     "hosts_total": 512,
+                     "failed_devices": [{"device": "leaf11", "collector": "ssh",
+                                         "status": "timeout", "detail": "no answer in 30 s"},
+                                        {"device": "leaf12", "collector": "snmp",
+                                         "status": "auth_failed", "detail": "wrong community"}]},
+        "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 47, "suspects": 4,
+                    "jobs_failed": 9, "jobs_network": 4, "gpu_hours_lost": 508.5},
+        "replacements": replacements,
+        "timelines": timelines,
+        "neighbourhoods": neighbourhoods,
+        "heatmap": heatmap,
+        "tracking": tracking,
+    }
+
+
+# Plots the sample must produce: a timeline for #1 and #3 and #4 (#2 has no flaps), a
+# neighbourhood for #1, #2 and #3 (#4 has none), and the heatmap.
+SAMPLE_SVGS = 3 + 3 + 1
+
+
+@pytest.fixture(scope="module")
+def sample_html() -> str:
+    return render_html(sample_report())
+
+
+def test_self_contained(sample_html: str) -> None:
+    assert sample_html.startswith("<!DOCTYPE html>")
+    # No attribute may fetch anything: src/href are local anchors or inline data (the
+    # heatmap's pixels are a base64 PNG inside its SVG).
+    refs = re.findall(r"""\b(?:src|href|xlink:href|action|poster)\s*=\s*["']([^"']*)""",
+                      sample_html)
+    remote = [r for r in refs if not r.startswith(("#", "data:image/png;base64,"))]
+    assert refs and not remote, remote
+    assert not re.search(r"url\(\s*['\"]?(?!#)", sample_html)
+    assert "@import" not in sample_html and "@font-face" not in sample_html
+    assert "<link" not in sample_html and "<script" not in sample_html
+    assert "<img" not in sample_html and "<?xml" not in sample_html
+    assert "<!DOCTYPE svg" not in sample_html
+
+
+def test_every_plot_is_inline_svg_with_unique_ids(sample_html: str) -> None:
+    assert sample_html.count("<svg ") == SAMPLE_SVGS
+    assert all('width="100%"' in tag for tag in re.findall(r"<svg [^>]*>", sample_html))
+    ids = re.findall(r'\sid="([^"]+)"', sample_html)
+    assert len(ids) == len(set(ids)), "duplicate ids across inline SVGs"
+    # Every internal reference points at an id of this document.
+    refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', sample_html))
+    assert refs <= set(ids), refs - set(ids)
+
+
+def test_escaping(sample_html: str) -> None:
+    assert "<script>" not in sample_html
+    assert "&lt;script&gt;alert(" in sample_html
+    # Quotes escaped too (attribute-safe), except in the SVG comments that carry drawn text.
+    assert 'alert("x")' not in re.sub(r"<!--.*?-->", "", sample_html, flags=re.DOTALL)
+    assert "-->" not in "".join(re.findall(r"<!--(.*?)-->", sample_html, flags=re.DOTALL))
+
+
+def test_sections_and_content(sample_html: str) -> None:
+    assert "Audited 46/48 switches, 510/512 hosts" in sample_html
+    assert sample_html.count('class="suspect-row"') == 4
+    assert 'id="suspect-1"' in sample_html and 'id="suspect-4"' in sample_html
+    for text in ("IB1/17", "spine02", "MT2147FT01234", "PN MFS1S00-H010V", "fra1 / row B / "
+                 "rack B07 / U38", "2026-11-29 08:00:13", "DCOPS-1190",
+                 "continued on same port", "No neighbourhood data.", "leaf11",
+                 "No flaps or job failures recorded", "GPU-hours lost", "508.5"):
+        assert text in sample_html, text
+    assert '<td class="time"><span class="nw">2026-11-29</span> <span class="nw">08:00:13</span>' \
+        in sample_html
+    # The ticket column is left empty for the technician to fill in.
+    assert sample_html.count('<td class="ticket"></td>') == 4
+    # Job ids are drawn as glyphs; matplotlib leaves the text in an SVG comment.
+    assert "<!-- " in sample_html and " 4242 -->" in sample_html
+
+
+def test_print_css(sample_html: str) -> None:
+    print_css = sample_html[sample_html.index("@media print"):]
+    assert "@page { size: A4 landscape" in sample_html
+    assert "page-break-inside: avoid" in print_css and "section.suspect" in print_css
+    assert "header.top { background: #fff" in print_css
+
+
+def test_top_n_limits_cards() -> None:
+    out = render_html(sample_report(), top_n=1)
+    assert out.count('class="suspect-row"') == 4  # the table lists every suspect
+    assert out.count('<section class="suspect') == 1
+    assert out.count("<svg ") == 2 + 1  # one timeline, one neighbourhood, the heatmap
+
+
+def test_empty_report_renders_cleanly() -> None:
+    out = render_html({})
+    assert "No suspects in this window." in out
+    assert "No flaps in this window." in out
+    assert "No replacements recorded." in out
+    assert "Coverage unknown" in out and "<svg" not in out
+
+
+def test_quiet_window() -> None:
+    report = {"title": "Quiet", "generated_at": "2026-11-30T06:03:00Z",
+              "window": {"since": "2026-11-29T06:00:00Z", "until": "2026-11-30T06:00:00Z"},
+              "coverage": {"switches_ok": 48, "switches_total": 48, "hosts_ok": 0,
+                           "hosts_total": 0, "failed_devices": []},
+              "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 0,
+                          "suspects": 0, "jobs_failed": 0, "jobs_network": 0,
+                          "gpu_hours_lost": 0.0},
+              "replacements": [], "timelines": {}, "neighbourhoods": {},
+              "heatmap": {"bins": ["2026-11-29T06:00:00Z"], "rows": [
+                  {"switch": "leaf01", "counts": [0]}]},
+              "tracking": []}
+    out = render_html(report)
+    assert "Audited 48/48 switches" in out and "hosts" not in out.split("Audited")[1][:40]
+    assert out.count("No suspects in this window.") == 2
+    assert "<svg" not in out
+
+
+def test_malformed_values_do_not_crash() -> None:
+    report = sample_report()
+    report["window"] = {"since": "yesterday", "until": None}  # falls back on the data's span
+    report["replacements"][0]["a"] = None
+    report["replacements"][1]["evidence"] = None
+    report["timelines"]["1"]["flaps"].append({"down_at": "garbage", "up_at": 3})
+    report["neighbourhoods"]["2"]["edges"].append({"a": "nowhere", "b": "leaf03"})
+    report["heatmap"]["rows"][0]["counts"] = [1, "x", None]
+    report["tracking"][0]["status"] = "lost"
+    out = render_html(report)
+    assert out.count('class="suspect-row"') == 4 and "<svg " in out
+
+
+def test_deterministic() -> None:
+    assert render_html(sample_report()) == render_html(sample_report())
+
+
+# --- real browser ----------------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--enable-logging=stderr",
+                  "--v=0", "--hide-scrollbars", "--window-size=1400,2000"]
+
+
+def _console_errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines()
+            if ("CONSOLE" in line and "ERROR" in line) or "Uncaught" in line]
+
+
+@pytest.mark.browser
+def test_chromium_renders_and_prints(tmp_path: Path, record_property: Any) -> None:
+    chromium = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    need(None if chromium else "Chromium not installed (apt-get install chromium)")
+    assert chromium is not None
+    page = tmp_path / "report.html"
+    page.write_text(render_html(sample_report()), encoding="utf-8")
+    url = page.as_uri()
+    shot, pdf = tmp_path / "report.png", tmp_path / "report.pdf"
+    jobs = {"dom": ["--dump-dom"], "png": [f"--screenshot={shot}"],
+            "pdf": [f"--print-to-pdf={pdf}", "--no-pdf-header-footer"]}
+    # Three browsers at once, each with its own fresh profile: a third of the wall time.
+    procs = {name: subprocess.Popen(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + name)}",
+         *extra, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, extra in jobs.items()}
+    results = {name: p.communicate(timeout=60) for name, p in procs.items()}
+    for name, p in procs.items():
+        assert p.returncode == 0, (name, results[name][1][-2000:])
+        assert not _console_errors(results[name][1]), (name, _console_errors(results[name][1]))
+
+    dom = results["dom"][0]
+    assert dom.count('class="suspect-row"') == 4
+    assert "MT2147FT01234" in dom and "Audited 46/48 switches" in dom
+    assert len(re.findall(r"<svg\b", dom)) == SAMPLE_SVGS
+    assert "<script>alert" not in dom
+    for img in re.findall(r"<img\b[^>]*>", dom):  # none today; any future one must be inline
+        assert re.search(r'\ssrc="data:[^"]+"', img), img
+
+    record_property("screenshot", str(shot))
+    sys.stderr.write(f"report screenshot: {shot}\nreport PDF: {pdf}\n")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 20_000
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF")
+    pages = len(re.findall(rb"/Type\s*/Page\b", data))
+    assert pages > 1 or len(data) > 10_000, (pages, len(data))
+
+
+@pytest.mark.browser
+def test_console_error_check_can_fail(tmp_path: Path) -> None:
+    """The console check above would see a script error: proven on a page that has one."""
+    chromium = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    need(None if chromium else "Chromium not installed (apt-get install chromium)")
+    assert chromium is not None
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><p>x</p><script>undefinedFunction();</script>",
+                    encoding="utf-8")
+    done = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+                           "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert _console_errors(done.stderr), done.stderr[-2000:]
