@@ -67,8 +67,8 @@ def parse_inventory(text: str) -> list[Location]:
         if len(row) > len(header):
             raise ParseError(_KIND, line_no, line, f"{len(row)} fields, header has {len(header)}")
 
-        def get(col: str, row: list[str] = row) -> str | None:
-            i = header.get(col) if header else None
+        def get(col: str, row: list[str] = row, header: dict[str, int] = header) -> str | None:
+            i = header.get(col)
             value = row[i].strip() if i is not None and i < len(row) else ""
             return value or None
 
