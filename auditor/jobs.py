@@ -19,15 +19,18 @@ from auditor.errors import AuditorError, ParseError
 from auditor.ingest import IngestResult, read_text
 from auditor.models import HostAddress, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
+from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
 from auditor.parse.inventory import Location, parse_inventory
 from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.joblog import JoblogResult, parse_joblog
 from auditor.parse.maintenance import parse_maintenance
 from auditor.parse.sacct import parse_sacct
+from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store
 
-JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory")
+JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory",
+             "cabling")
 
 _SIGNS: list[tuple[str, re.Pattern[str]]] = [
     ("sacct", re.compile(r"^JobID(Raw)?\||\|JobID(Raw)?\|", re.IGNORECASE)),
@@ -35,6 +38,7 @@ _SIGNS: list[tuple[str, re.Pattern[str]]] = [
     ("jobs-jsonl", re.compile(r'^\{\s*"')),
     ("maintenance", re.compile(r"^\s*target\s*,", re.IGNORECASE)),
     ("inventory", re.compile(r"^\s*name\s*,.*\b(site|rack)\b", re.IGNORECASE)),
+    ("cabling", re.compile(r"^\s*a_name\s*,", re.IGNORECASE)),
     ("joblog", re.compile(r"NCCL (WARN|INFO)|NET/IB|ProcessGroupNCCL|\[rank\d+\]|torchelastic|"
                           r"torch\.distributed|CUDA out of memory|NVRM: Xid")),
     ("hosts", re.compile(r"^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:%\w]*)\s+[\w.-]+")),
@@ -78,6 +82,24 @@ def _issues(unparsed: Sequence[tuple[int, str, str]]
     return [(why, n, *first[why]) for why, n in count.most_common()]
 
 
+def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> None:
+    """Both ends of every planned cable become part records of their ports."""
+    # The plan may be loaded before or after the first sweep: use the newest fabric.
+    times = store.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=1)
+    pm = PortMap(store.fabric(times[0]) if times else None)
+    by_device: dict[str, list[dict[str, object]]] = {}
+    for c in cables:
+        for name, port in ((c.a_name, c.a_port), (c.b_name, c.b_port)):
+            r = pm.resolve(name, port)
+            by_device.setdefault(name, []).append({
+                "port_name": port, "guid": r.guid, "port": r.port, "present": True,
+                "vendor": c.vendor, "part_number": c.part_number,
+                "serial_number": c.serial_number, "length": c.length,
+                "cable_type": c.cable_type, "revision": None})
+    for device, rows in by_device.items():
+        store.add_transceivers(moment, device, rows)
+
+
 @dataclass(slots=True)
 class _JobFile:
     path: Path
@@ -89,6 +111,7 @@ class _JobFile:
     windows: list[MaintenanceWindow] | None = None
     log: JoblogResult | None = None
     locations: list[Location] | None = None
+    cables: list[Cable] | None = None
 
     @property
     def records(self) -> int:
@@ -96,7 +119,7 @@ class _JobFile:
             return len(self.jobs.jobs)
         if self.log is not None:
             return len(self.log.errors)
-        return len(self.addresses or self.windows or self.locations or [])
+        return len(self.addresses or self.windows or self.locations or self.cables or [])
 
     @property
     def unparsed(self) -> list[tuple[int, str, str]]:
@@ -125,6 +148,8 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             item.windows = parse_maintenance(text, tz=opts.tz)
         elif kind == "inventory":
             item.locations = parse_inventory(text)
+        elif kind == "cabling":
+            item.cables = parse_cabling(text)
         elif kind == "joblog":
             reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
             item.log = parse_joblog(list(enumerate(text.splitlines(keepends=True), 1)),
@@ -161,6 +186,8 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
                 store.add_maintenance(sid, item.windows)
             if item.locations is not None:
                 store.add_inventory(sid, item.locations)
+            if item.cables is not None:
+                _store_cables(store, item.cables, moment)
             if item.log is not None:
                 first = {e.line_no for e in item.log.first}
                 store.add_job_errors(sid, opts.job, item.log.errors, first)

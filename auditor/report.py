@@ -50,8 +50,8 @@ def _part(modules: dict[tuple[str, int], dict[str, Any]], ends: list[dict[str, A
         return {"vendor": None, "part_number": None, "serial_number": None, "length": None}
     first = found[0]
     return {"vendor": first["vendor"], "part_number": first["part_number"],
-            "serial_number": " / ".join(str(m["serial_number"]) for m in found
-                                        if m["serial_number"]) or None,
+            "serial_number": " / ".join(dict.fromkeys(
+                str(m["serial_number"]) for m in found if m["serial_number"])) or None,
             "length": first["length"]}
 
 

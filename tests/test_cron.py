@@ -57,6 +57,16 @@ def test_new_suspects_then_nothing_new_then_failed_sources(site: Path, tmp_path:
     assert {p.name for p in folder.iterdir()} == {"replacements.csv", "report.html",
                                                   "report.json"}
     assert "report written" in (tmp_path / "nightly.log").read_text()
+    # What a technician works from: both ends, faceplate labels, locations, part, action.
+    import csv
+
+    rows = list(csv.DictReader((folder / "replacements.csv").open()))
+    cable = next(r for r in rows if r["verdict"] == "cable")
+    for column in ("a_name", "a_port_label", "a_rack", "a_u", "b_name", "b_port_label",
+                   "b_rack", "b_u", "vendor", "part_number", "serial_number", "length",
+                   "action", "first_flap"):
+        assert cable[column], column
+    assert "ticket" in cable and cable["ticket"] == ""
     time.sleep(1.1)  # dated folders have one-second resolution
     second = nightly(cfg, "--no-sweep", "--until", UNTIL)
     assert second.returncode == 0, second.stderr  # same suspects as last night: nothing new

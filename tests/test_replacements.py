@@ -98,6 +98,25 @@ def test_bad_swap_requests_are_refused(db: Path) -> None:
         assert isinstance(res.exception, AuditorError), args
 
 
+def test_cabling_fixture_and_parts_on_ports(tmp_path: Path, db: Path) -> None:
+    from dataclasses import asdict
+
+    from auditor.parse.cabling import parse_cabling
+
+    folder = FIX.parent / "cabling"
+    for case in sorted(folder.glob("*.txt")):
+        got = json.loads(json.dumps([asdict(x) for x in parse_cabling(case.read_text())]))
+        assert got == json.loads(case.with_suffix(".json").read_text())
+    plan = tmp_path / "cabling.csv"
+    plan.write_text("a_name,a_port,b_name,b_port,vendor,part_number,serial_number,length\n"
+                    "leaf02,IB1/6,spine02,IB1/2,NVIDIA,MFS1S00-H010V,MT2330FT09118,10m\n")
+    cli(db, "ingest", str(plan))
+    with Store(db, read_only=True) as store:
+        parts = {(t["guid"], t["port"]): t["serial_number"] for t in store.transceivers()}
+    assert parts[("0xb8599f0300200002", 6)] == "MT2330FT09118"
+    assert parts[("0xb8599f0300100002", 2)] == "MT2330FT09118"
+
+
 def test_inventory_fixture_and_ingest(tmp_path: Path, db: Path) -> None:
     from dataclasses import asdict
 

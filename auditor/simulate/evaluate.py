@@ -52,8 +52,9 @@ def load_scenario(folder: Path, db: Path) -> dict[str, Any]:
             ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
         ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(),
                     now=parse_instant(truth["window_end"]))
-        ingest_job_files(store, [folder / "hosts", folder / "maintenance.csv",
-                                 folder / "jobs" / "sacct.txt"], "auto", JobOptions())
+        site = [folder / "hosts", folder / "maintenance.csv", folder / "jobs" / "sacct.txt",
+                folder / "inventory.csv", folder / "cabling.csv"]
+        ingest_job_files(store, [f for f in site if f.exists()], "auto", JobOptions())
         for log in sorted((folder / "jobs" / "logs").glob("*.log")):
             # One log per job, named for its id: what `ingest --kind joblog --job ID` is for.
             ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))

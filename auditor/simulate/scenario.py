@@ -1449,9 +1449,55 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         f"{_iso(clock.at(e)).replace('.000000', '')},re-image OPS-{4000 + n}\n"
         for n, (h, s, e, _) in enumerate(maint)))
 
+    write("inventory.csv", _inventory(fab))
+    write("cabling.csv", _cabling(fab))
     truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint)
     write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
     return truth
+
+
+def _inventory(fab: _Fabric) -> str:
+    """Where things stand: each leaf at the top of its own rack with its hosts below it, the
+    spines in racks of their own, two rows per site."""
+    rows = ["name,site,row,rack,u"]
+    leaves = [i for i, s in enumerate(fab.switches) if s.leaf]
+    spines = [i for i, s in enumerate(fab.switches) if not s.leaf]
+    rack_of: dict[int, str] = {}
+    for n, i in enumerate(leaves):
+        rack_of[i] = f"R{n + 1:03d}"
+        rows.append(f"{fab.switches[i].name},DC1,{'A' if n % 2 == 0 else 'B'},{rack_of[i]},42")
+    for n, i in enumerate(spines):
+        rows.append(f"{fab.switches[i].name},DC1,C,S{n // 8 + 1:02d},{40 - 2 * (n % 8)}")
+    placed: set[int] = set()
+    filled: dict[int, int] = {}  # leaf -> hosts already racked under it
+    row_of = {leaf: "A" if n % 2 == 0 else "B" for n, leaf in enumerate(leaves)}
+    for link in fab.links:
+        if link.hca is None or fab.hcas[link.hca].host in placed:
+            continue
+        host = fab.hcas[link.hca].host  # racked under the leaf of its first HCA
+        placed.add(host)
+        slot = filled.get(link.leaf, 0)
+        filled[link.leaf] = slot + 1
+        rows.append(f"{fab.hosts[host]},DC1,{row_of[link.leaf]},"
+                    f"{rack_of.get(link.leaf, 'R000')},{2 + 4 * slot}")
+    return "\n".join(rows) + "\n"
+
+
+def _cabling(fab: _Fabric) -> str:
+    """The cabling plan: copper DAC from hosts to their leaf, optics between leaves and spines,
+    with serial numbers as printed on the cable label."""
+    rows = ["a_name,a_port,b_name,b_port,vendor,part_number,serial_number,length,type"]
+    for n, link in enumerate(fab.links):
+        leaf = fab.switches[link.leaf]
+        if link.hca is not None:
+            hca = fab.hcas[link.hca]
+            rows.append(f"{fab.hosts[hca.host]},{hca.device}/1,{leaf.name},IB1/{link.leaf_port},"
+                        f"NVIDIA,MCP1650-H002E30,MT2331VS{10000 + n:05d},2m,DAC")
+        elif link.spine is not None:
+            spine = fab.switches[link.spine]
+            rows.append(f"{leaf.name},IB1/{link.leaf_port},{spine.name},IB1/{link.spine_port},"
+                        f"NVIDIA,MFS1S00-H010V,MT2330FT{10000 + n:05d},10m,AOC")
+    return "\n".join(rows) + "\n"
 
 
 def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Clock,
