@@ -264,7 +264,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
     names = store.node_names()
     peers = store.port_peers(until)
     look_from = since - cfg.before
-    all_flaps = flaps(store, look_from, until)
+    all_flaps = flaps(store, look_from, until, peers)
     windows = _maintenance_targets(store.maintenance(look_from, until), fabric)
 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
@@ -300,6 +300,18 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         if n.node_type == NodeType.HCA:
             hca_of[n.name].append(n.guid)
     errors = store.job_errors(look_from, until + cfg.after + timedelta(minutes=10))
+    # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
+    errors_by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    errors_by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in errors:
+        if e["job_id"] is not None:
+            errors_by_job[e["job_id"]].append(e)
+        elif e["event_at"] is not None and (who := resolver.host(e["host"])):
+            errors_by_host[who].append(e)
+    flaps_by_link: dict[LinkKey, list[Flap]] = defaultdict(list)
+    for f in all_flaps:
+        if f.down_at is not None:
+            flaps_by_link[link_of(f.ends)].append(f)
     failed = failed_net = failed_other = unexplained = 0
     for job in store.jobs(since, until):
         if job["state"] not in NETWORK_STATES and job["state"] != "OUT_OF_MEMORY":
@@ -308,13 +320,11 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
             continue
         failed += 1
         hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
-        host_set = set(hosts)
         start, end = job["start_at"] or job["end_at"], job["end_at"]
-        mine = [e for e in errors
-                if e["job_id"] == job["job_id"] or (
-                    e["job_id"] is None and resolver.host(e["host"]) in host_set
-                    and e["event_at"] is not None
-                    and start <= e["event_at"] <= end + timedelta(minutes=10))]
+        late = end + timedelta(minutes=10)
+        mine = errors_by_job.get(job["job_id"], []) + [
+            e for h in set(hosts) for e in errors_by_host.get(h, [])
+            if start <= e["event_at"] <= late]
         net = [e for e in mine if e["network"]]
         other = [e for e in mine if not e["network"] and e["kind"] in ("oom", "gpu_error")]
         if job["state"] == "OUT_OF_MEMORY" or (other and not net):
@@ -329,9 +339,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         # The flap that killed it: long enough for NCCL to give up, on the footprint, in the
         # window before death; the earliest such flap initiated the storm.
         suspects: list[tuple[datetime, LinkKey, Flap]] = []
-        for f in all_flaps:
-            link = link_of(f.ends)
-            if link not in footprint or f.down_at is None:
+        for link, f in ((lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])):
+            if f.down_at is None:
                 continue
             lasted = f.duration_s if f.duration_s is not None else (
                 (died - f.down_at).total_seconds() if f.up_at is None else None)

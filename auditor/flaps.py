@@ -158,10 +158,12 @@ def add_counter_flaps(flaps: list[Flap], deltas: list[dict[str, Any]],
     return flaps + extra
 
 
-def flaps(store: Store, since: datetime, until: datetime) -> list[Flap]:
-    """Every link flap that went down in [since, until], or was still down at `since`."""
+def flaps(store: Store, since: datetime, until: datetime,
+          peers: dict[PortKey, PortKey] | None = None) -> list[Flap]:
+    """Every link flap that went down in [since, until], or was still down at `since`.
+    `peers` (store.port_peers(until)) may be passed in when the caller has it already."""
     events = store.events(since - LOOKBACK, until)
-    peers = store.port_peers(until)
+    peers = dict(peers) if peers is not None else store.port_peers(until)
     for e in events:
         # Sources that name both ends (UFM) teach us the peer even without a topology snapshot.
         if e["guid"] and e["port"] is not None and e["peer_guid"] and e["peer_port"] is not None:

@@ -7,7 +7,6 @@ the same two switches are separate edges) keyed by its canonical `LinkKey`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import pairwise
 
 import networkx as nx
 
@@ -75,26 +74,60 @@ def leaf_of(g: nx.MultiGraph, hca: str) -> list[str]:
     return sorted(n for n in g.neighbors(hca) if g.nodes[n]["node_type"] == NodeType.SWITCH)
 
 
+def _switch_adjacency(g: nx.MultiGraph) -> dict[str, set[str]]:
+    """Switch-to-switch neighbours, built once per graph: path questions are asked thousands
+    of times per ranking and networkx subgraph views are slow for that."""
+    cached = g.graph.get("_switch_adjacency")
+    if cached is None:
+        switches = {n for n, d in g.nodes(data=True) if d["node_type"] == NodeType.SWITCH}
+        cached = {s: {p for p in g.neighbors(s) if p in switches} for s in switches}
+        g.graph["_switch_adjacency"] = cached
+    return cached  # type: ignore[no-any-return]
+
+
+def _distances(adj: dict[str, set[str]], start: set[str]) -> dict[str, int]:
+    dist = dict.fromkeys(start, 0)
+    frontier = list(start)
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in adj.get(u, ()):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    return dist
+
+
 def links_between(
     g: nx.MultiGraph, sources: Iterable[str], targets: Iterable[str]
 ) -> list[LinkKey]:
     """Every link on any shortest path between any of `sources` and any of `targets` (node
-    GUIDs): in a fat tree, the cables that traffic between them can take under any routing."""
+    GUIDs): in a fat tree, the cables that traffic between them can take under any routing.
+    HCAs never forward traffic, so paths run through switches only."""
+    adj = _switch_adjacency(g)
     found: set[LinkKey] = set()
     targets = list(targets)
-    # HCAs never forward traffic: route through switches only, then add the end hops.
-    switches = [n for n, d in g.nodes(data=True) if d["node_type"] == NodeType.SWITCH]
     for src in sources:
         for dst in targets:
             if src == dst or src not in g or dst not in g:
                 continue
-            sub = g.subgraph([*switches, src, dst])
-            try:
-                for path in nx.all_shortest_paths(sub, src, dst):
-                    for u, v in pairwise(path):
-                        found.update(g[u][v])
-            except nx.NetworkXNoPath:
+            a = {n for n in g.neighbors(src) if n in adj}
+            b = {n for n in g.neighbors(dst) if n in adj}
+            if not a or not b:
                 continue
+            da, db = _distances(adj, a), _distances(adj, b)
+            best = min((da[n] + db[n] for n in da if n in db), default=None)
+            if best is None:
+                continue
+            found.update(k for s in a if da[s] + db.get(s, best + 1) == best
+                         for k in g[src][s])
+            found.update(k for s in b if db[s] + da.get(s, best + 1) == best
+                         for k in g[dst][s])
+            for u in da:
+                for v in adj[u]:
+                    if v in db and da[u] + 1 + db[v] == best:
+                        found.update(g[u][v])
     return sorted(found)
 
 

@@ -63,16 +63,20 @@ def ends_of(fabric: Fabric, link: Link) -> tuple[End, End]:
 
 
 def _tier(fabric: Fabric, link: Link) -> str:
-    types = {fabric.nodes[g].node_type for g in (link.a_guid, link.b_guid) if g in fabric.nodes}
-    return "host" if NodeType.HCA in types else "switch"
+    for guid in (link.a_guid, link.b_guid):
+        node = fabric.nodes.get(guid)
+        if node is not None and node.node_type == NodeType.HCA:
+            return "host"
+    return "switch"
 
 
 def degraded_links(fabric: Fabric, previous: Fabric | None = None) -> list[Degraded]:
     """Links running narrower or slower than they could: than the port's "Could be" hint, than
     the same link in the previous snapshot, or than most links of their tier (host or switch)."""
     usual: dict[str, tuple[str | None, str | None]] = {}
+    tiers = {link_key(lk): _tier(fabric, lk) for lk in fabric.links}
     for tier in ("host", "switch"):
-        links = [lk for lk in fabric.links if _tier(fabric, lk) == tier]
+        links = [lk for lk in fabric.links if tiers[link_key(lk)] == tier]
         widths = Counter(lk.width for lk in links if lk.width)
         speeds = Counter(lk.speed for lk in links if lk.speed)
         usual[tier] = (
@@ -96,8 +100,9 @@ def degraded_links(fabric: Fabric, previous: Fabric | None = None) -> list[Degra
         old = before.get(link_key(lk))
         if old is not None:
             candidates.append((old.width, old.speed, "slower or narrower than last snapshot"))
-        width, speed = usual[_tier(fabric, lk)]
-        candidates.append((width, speed, f"below most {_tier(fabric, lk)} links"))
+        tier = tiers[link_key(lk)]
+        width, speed = usual[tier]
+        candidates.append((width, speed, f"below most {tier} links"))
         for cand_width, cand_speed, why in candidates:
             narrower = _rank(cand_width, WIDTHS) > _rank(lk.width, WIDTHS) >= 0
             slower = _rank(cand_speed, SPEEDS) > _rank(lk.speed, SPEEDS) >= 0

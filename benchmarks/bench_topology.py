@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--leaves", type=int, default=128)
     ap.add_argument("--hosts", type=int, default=32, help="hosts per leaf")
     ap.add_argument("--keep", type=Path, help="keep captures and DB in this folder")
+    ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args()
     tree = FatTree(args.spines, args.leaves, args.hosts)
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,6 +94,10 @@ def main() -> None:
     want = (tree.switches, tree.hosts, expected_links(tree))
     print(f"topology: {got[0]} switches, {got[1]} HCAs, {got[2]} links "
           f"({'exact' if got == want else f'WRONG, expected {want}'})")
+    if args.json:
+        args.json.write_text(json.dumps({"topology_parse_store_s": total,
+                                         "topology_baseline_s": baseline,
+                                         "topology_cli_s": query}, indent=1) + "\n")
     if got != want:
         sys.exit(1)
 

@@ -4,16 +4,25 @@
 -- counter's width is saturated: the true increase is "at least" the delta. ibqueryerrors
 -- prints only counters above its threshold (default 0), so a port missing from an ibqueryerrors
 -- snapshot reads 0 there.
-with readings as (
+-- Only error counters (those with a known width; not the data and packet counters), and only
+-- readings from the last snapshot before the window on: 30 days of history stay untouched.
+with window_start as (
+    select coalesce(max(observed_at), timestamp '1970-01-01') as first_at from sources
+    where kind in ('ibqueryerrors', 'perfquery', 'sysfs') and observed_at <= $since
+),
+readings as (
     select c.guid, c.port, c.counter, c.seen_at, max(c.value) as value,
            bool_or(s.kind = 'ibqueryerrors') as from_ibqueryerrors
     from counters c join sources s using (source_id)
     where c.port is not null and c.seen_at <= $until
+      and c.seen_at >= (select first_at from window_start)
+      and c.counter in (select counter from counter_widths)
     group by c.guid, c.port, c.counter, c.seen_at
 ),
 iqe_snaps as (
     select distinct observed_at as seen_at from sources
     where kind = 'ibqueryerrors' and observed_at <= $until
+      and observed_at >= (select first_at from window_start)
 ),
 series as (
     select distinct guid, port, counter from readings where from_ibqueryerrors

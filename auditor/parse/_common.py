@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 # infiniband-diags prints GUIDs with "%" PRIx64 in some places, so leading zeros may be missing.
 GUID_HEX = r"[0-9a-fA-F]{1,16}"
 
@@ -48,3 +50,41 @@ def split_lines(text: str) -> list[str]:
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     return text.split("\n")
+
+
+def csv_records(text: str, kind: str, required: tuple[str, ...], allowed: tuple[str, ...]
+                ) -> Iterator[tuple[int, str, dict[str, str]]]:
+    """(line number, raw line, {column: stripped value}) for each data row of a CSV whose first
+    row names its columns. Blank rows and rows starting with `#` are skipped. A header missing
+    a required column or naming an unknown one (a misspelt name must not be silently ignored),
+    a row wider than the header, or no header at all is a ParseError naming the line."""
+    import csv
+    import io
+
+    from auditor.errors import ParseError
+
+    lines = text.splitlines()
+    reader = csv.reader(io.StringIO(text))
+    header: dict[str, int] | None = None
+    for row in reader:
+        line_no = reader.line_num
+        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ",".join(row)
+        if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
+        if header is None:
+            names = [c.strip().lower() for c in row]
+            missing = [c for c in required if c not in names]
+            unknown = [n for n in names if n not in allowed]
+            if missing or unknown:
+                raise ParseError(kind, line_no, line,
+                                 f"header must name {', '.join(required)} (and may name "
+                                 f"{', '.join(c for c in allowed if c not in required)})"
+                                 + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
+            header = {n: i for i, n in enumerate(names)}
+            continue
+        if len(row) > len(header):
+            raise ParseError(kind, line_no, line, f"{len(row)} fields, header has {len(header)}")
+        yield line_no, line, {c: (row[i].strip() if i < len(row) else "")
+                              for c, i in header.items()}
+    if header is None and text.strip():
+        raise ParseError(kind, 1, lines[0] if lines else "", "no header row")

@@ -11,11 +11,10 @@ columns are required; the others may be empty. A bad row is a ParseError naming 
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 from auditor.errors import ParseError
+from auditor.parse._common import csv_records
 
 _KIND = "cabling"
 _REQUIRED = ("a_name", "a_port", "b_name", "b_port")
@@ -37,34 +36,12 @@ class Cable:
 
 
 def parse_cabling(text: str) -> list[Cable]:
-    lines = text.splitlines()
-    reader = csv.reader(io.StringIO(text))
-    header: dict[str, int] | None = None
     out: list[Cable] = []
-    for row in reader:
-        line_no = reader.line_num
-        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ",".join(row)
-        if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
-            continue
-        if header is None:
-            names = [c.strip().lower() for c in row]
-            missing = [c for c in _REQUIRED if c not in names]
-            unknown = [n for n in names if n not in _COLUMNS]
-            if missing or unknown:
-                raise ParseError(_KIND, line_no, line, "header needs "
-                                 f"{', '.join(_REQUIRED)}" + (f"; unknown: {', '.join(unknown)}"
-                                                              if unknown else ""))
-            header = {n: i for i, n in enumerate(names)}
-            continue
-        if len(row) > len(header):
-            raise ParseError(_KIND, line_no, line, f"{len(row)} fields, header has {len(header)}")
-        values = {c: (row[i].strip() if i < len(row) else "") for c, i in header.items()}
+    for line_no, line, values in csv_records(text, _KIND, _REQUIRED, _COLUMNS):
         if not all(values[c] for c in _REQUIRED):
             raise ParseError(_KIND, line_no, line, "both ends need a name and a port")
         out.append(Cable(values["a_name"], values["a_port"], values["b_name"], values["b_port"],
                          values.get("vendor") or None, values.get("part_number") or None,
                          values.get("serial_number") or None, values.get("length") or None,
                          values.get("type") or None, line_no))
-    if header is None and text.strip():
-        raise ParseError(_KIND, 1, lines[0] if lines else "", "no header row")
     return out

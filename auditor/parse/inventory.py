@@ -14,11 +14,10 @@ not `IB1/<port>` (director switches, split ports). A bad row is a ParseError nam
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 from auditor.errors import ParseError
+from auditor.parse._common import csv_records
 
 _KIND = "inventory"
 _COLUMNS = ("name", "site", "row", "rack", "u", "port_labels")
@@ -46,37 +45,12 @@ def _labels(text: str, line_no: int, line: str) -> tuple[tuple[int, str], ...]:
 
 
 def parse_inventory(text: str) -> list[Location]:
-    lines = text.splitlines()
-    reader = csv.reader(io.StringIO(text))
-    header: dict[str, int] | None = None
     out: list[Location] = []
-    for row in reader:
-        line_no = reader.line_num
-        line = lines[line_no - 1] if 0 < line_no <= len(lines) else ",".join(row)
-        if not row or not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
-            continue
-        if header is None:
-            names = [c.strip().lower() for c in row]
-            unknown = [n for n in names if n not in _COLUMNS]
-            if "name" not in names or unknown:
-                raise ParseError(_KIND, line_no, line, "header must name columns of "
-                                 f"{', '.join(_COLUMNS)} including name"
-                                 + (f"; unknown: {', '.join(unknown)}" if unknown else ""))
-            header = {n: i for i, n in enumerate(names)}
-            continue
-        if len(row) > len(header):
-            raise ParseError(_KIND, line_no, line, f"{len(row)} fields, header has {len(header)}")
-
-        def get(col: str, row: list[str] = row, header: dict[str, int] = header) -> str | None:
-            i = header.get(col)
-            value = row[i].strip() if i is not None and i < len(row) else ""
-            return value or None
-
-        name = get("name")
-        if name is None:
+    for line_no, line, values in csv_records(text, _KIND, ("name",), _COLUMNS):
+        if not values["name"]:
             raise ParseError(_KIND, line_no, line, "no node name")
-        out.append(Location(name, get("site"), get("row"), get("rack"), get("u"),
-                            _labels(get("port_labels") or "", line_no, line), line_no))
-    if header is None and text.strip():
-        raise ParseError(_KIND, 1, lines[0] if lines else "", "no header row")
+        out.append(Location(values["name"], values.get("site") or None,
+                            values.get("row") or None, values.get("rack") or None,
+                            values.get("u") or None,
+                            _labels(values.get("port_labels") or "", line_no, line), line_no))
     return out
