@@ -129,16 +129,20 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
         file_kind = detect_log_kind(head, path) if kind == "auto" else kind
         prefilter = "|".join([_PREFILTERS[file_kind], *(p.pattern for p in opts.extra)])
         found = scan(path, prefilter, _ENVELOPES[file_kind])
-        prepared.append((path, file_kind, found, found.sha256))
+        try:
+            parsed = _parse(file_kind, found, path, opts)  # while the hash and counts finish
+        finally:
+            found.finish()
+        prepared.append((path, file_kind, found, parsed))
     results = []
     with store.transaction():
-        for path, file_kind, found, digest in prepared:
+        for path, file_kind, found, parsed in prepared:
+            digest = found.sha256
             result = IngestResult(str(path), file_kind, "ingested")
             results.append(result)
             if store.find_source(digest, moment, explicit_at=False) is not None:
                 result.status = "already ingested"
                 continue
-            parsed = _parse(file_kind, found, path, opts)
             issues: Counter[str] = Counter()
             first: dict[str, tuple[int, str]] = {}
             for line_no, line, why in parsed.unparsed:

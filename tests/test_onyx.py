@@ -367,3 +367,36 @@ def test_collect_switches_edge_cases() -> None:
     assert collect_switches([]) == []
     with pytest.raises(CollectError):
         collect_switches([], concurrency=0)
+
+
+@pytest.mark.ssh
+def test_sweep_reads_the_switch_and_keys_parts_to_fabric_ports(
+        switch: FakeOnyx, known_hosts: Path, tmp_path: Path) -> None:
+    from auditor.config import load
+    from auditor.demo import build_demo
+    from auditor.store import Store
+    from auditor.switchside import collect_cli
+
+    db = tmp_path / "a.duckdb"
+    build_demo(db)  # the fabric has a switch named leaf01 with ports 1..12
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(
+        "[[switches]]\nname = \"leaf01\"\nhost = \"127.0.0.1\"\n"
+        f"ssh = {{ user = \"admin\", port = {switch.port}, password = \"env:{PW_ENV}\", "
+        f"known_hosts = \"{known_hosts}\", timeout_s = 5 }}\n"
+        "[[switches]]\nname = \"leaf02\"\nhost = \"127.0.0.1\"\n"
+        f"ssh = {{ user = \"admin\", port = {_closed_port()}, password = \"env:{PW_ENV}\", "
+        f"known_hosts = \"{known_hosts}\", timeout_s = 2 }}\n")
+    settings = load(cfg, db)
+    with Store(db) as store:
+        outcomes = {o.device: o.status for o in collect_cli(store, settings)}
+        parts = {(t["device"], t["port_name"]): t for t in store.transceivers()}
+        status = {(s["device"], s["collector"]): s for s in store.device_status()}
+    assert outcomes["leaf01"] == "ok" and outcomes["leaf02"] != "ok"
+    split = parts[("leaf01", "IB1/1/1")]  # split port 1/1/1 is IB port 1 on Quantum
+    assert (split["guid"], split["port"], split["serial_number"]) == (
+        "0xb8599f0300200001", 1, "MT2120FT01234")
+    empty = parts[("leaf01", "IB1/3")]
+    assert (empty["port"], empty["present"], empty["serial_number"]) == (3, False, None)
+    assert status[("leaf02", "ssh")]["status"] != "ok"
+    assert PASSWORD not in json.dumps(list(status.values()), default=str)

@@ -15,7 +15,7 @@ import re
 import shutil
 import subprocess
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,15 @@ class LogScan:
     last_line_complete: bool
     first_no_envelope: tuple[int, str] | None = None  # the first garbage line, as an example
     sha256: str = ""
+    # The content hash and the garbage count take as long as the scan itself: they go on in
+    # the background while the caller parses the candidates, and `finish()` collects them.
+    _pending: Callable[[], tuple[int, tuple[int, str] | None, str]] | None = None
+
+    def finish(self) -> LogScan:
+        if self._pending is not None:
+            self.no_envelope, self.first_no_envelope, self.sha256 = self._pending()
+            self._pending = None
+        return self
 
 
 def read_head(path: Path) -> bytes:
@@ -122,7 +131,8 @@ def _decode(raw: bytes) -> str:
 
 
 def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan:
-    with ThreadPoolExecutor(max_workers=5) as pool:
+    pool = ThreadPoolExecutor(max_workers=5)
+    try:
         hits = pool.submit(_run, _grep_argv(prefilter, "match"), path)
         sha = pool.submit(digest, path)
         total = pool.submit(_run, ["wc", "-l"], path)
@@ -137,14 +147,24 @@ def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan
             candidates.append((int(number), _decode(text)))
         lines = int(total.result().split()[0] or 0)
         last_complete = complete.result()
-        if not last_complete:
-            lines += 1  # wc counts newlines; a half-written last line has none
-        bad = int(garbage.result().strip() or 0) if garbage else -1
-        example = None
-        if envelope and bad > 0:
-            number, _, text = _run(_grep_argv(envelope, "first-other"), path).partition(b":")
-            example = (int(number), _decode(text.rstrip(b"\n")))
-    return LogScan(lines, bad, candidates, last_complete, example, sha.result())
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    if not last_complete:
+        lines += 1  # wc counts newlines; a half-written last line has none
+
+    def late() -> tuple[int, tuple[int, str] | None, str]:
+        try:
+            bad = int(garbage.result().strip() or 0) if garbage else -1
+            example = None
+            if envelope and bad > 0:
+                number, _, text = _run(_grep_argv(envelope, "first-other"), path).partition(b":")
+                example = (int(number), _decode(text.rstrip(b"\n")))
+            return bad, example, sha.result()
+        finally:
+            pool.shutdown(wait=True)
+
+    return LogScan(lines, -1, candidates, last_complete, None, "", late)
 
 
 def _iter_lines(path: Path) -> Iterator[bytes]:
@@ -170,7 +190,8 @@ def _scan_with_python(path: Path, prefilter: str, envelope: str | None) -> LogSc
 
 
 def scan(path: Path, prefilter: str, envelope: str | None = None) -> LogScan:
-    """Candidate lines of a (possibly .gz) log file, with counts. Raises for unreadable files."""
+    """Candidate lines of a (possibly .gz) log file, with counts. Raises for unreadable files.
+    Call `finish()` on the result before reading `sha256` and `no_envelope`."""
     read_head(path)
     if shutil.which("grep") and shutil.which("wc") and (
         path.suffix != ".gz" or shutil.which("gzip")
