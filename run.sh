@@ -37,8 +37,13 @@ apt_install() {
 venv() {
     if [ ! -x .venv/bin/auditor ] || [ pyproject.toml -nt .venv/.installed ]; then
         python3 -m venv .venv
-        .venv/bin/pip install -q --upgrade pip >/dev/null
-        .venv/bin/pip install -q -e '.[test]'
+        # pip's chatter goes to a log, shown only when the install fails
+        if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e '.[test]'; } \
+                > .venv/pip.log 2>&1; then
+            cat .venv/pip.log >&2
+            echo "run.sh: installing the Python packages failed (log: .venv/pip.log)" >&2
+            exit 1
+        fi
         touch .venv/.installed
     fi
 }

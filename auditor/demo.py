@@ -67,7 +67,7 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
         f"{jobs['other_causes']} by other causes (GPU errors, OOM), "
         f"{jobs['unexplained']} unexplained",
         "",
-        to_table(rows, title="what to replace first (auditor suspects)", width=200),
+        to_table(rows, title="what to replace first (auditor suspects)"),
         f"next: auditor --db {out} suspects --since 1d --until {data['window']['until']} "
         "--format json   |   auditor --db " + str(out) + " flaps --since 1d --until "
         + data["window"]["until"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import json
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,8 +45,9 @@ def _cell(value: Any) -> str:
 
 
 def to_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-             title: str | None = None, width: int = 160) -> str:
-    """A text table; `width` is the terminal width to lay it out for."""
+             title: str | None = None, width: int | None = None) -> str:
+    """A text table laid out for `width` columns (default: the terminal's, at least 100)."""
+    width = width or max(100, shutil.get_terminal_size((160, 40)).columns)
     cols = list(columns or (rows[0].keys() if rows else []))
     table = Table(title=title, show_lines=False, header_style="bold")
     for col in cols:
