@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
-import shutil
 import json
+import shutil
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
