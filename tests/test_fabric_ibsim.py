@@ -168,3 +168,23 @@ def test_cli_topology_json_contract(tmp_path: Path, db: Path) -> None:
         ("leaf02", TREE.uplink_port(1)), ("spine01", 2)}
     assert all(set(e) >= {"name", "guid", "port"} for e in deg["ends"])
     assert (deg["speed"], deg["possible_speed"]) == ("EDR", "HDR")
+
+
+def test_cable_moved_to_another_port_is_reported_as_moved(tmp_path: Path, db: Path) -> None:
+    with IbSim(write_net_file(TREE), tmp_path / "sim") as sim:
+        sim.opensm_once()
+        first = capture(sim, tmp_path / "t0", "ibnetdiscover", "iblinkinfo")
+        # A technician moves gpu-node-02's cable from leaf01 port 2 to the free port 5.
+        sim.unlink("gpu-node-02")
+        sim.console('Link "leaf01"[5] "gpu-node-02"[1]')
+        sim.opensm_once()
+        second = capture(sim, tmp_path / "t1", "ibnetdiscover", "iblinkinfo")
+    with Store(db) as store:
+        ingest_files(store, first, at=T0)
+        ingest_files(store, second, at=T0 + timedelta(hours=1))
+        topo = fabric.topology(store, T0 + timedelta(hours=1))
+    (moved,) = topo["moved"]
+    assert {(e["name"], e["port"]) for e in moved["before"]} == {("gpu-node-02", 1), ("leaf01", 2)}
+    assert {(e["name"], e["port"]) for e in moved["after"]} == {("gpu-node-02", 1), ("leaf01", 5)}
+    assert topo["appeared"] == [] and topo["disappeared"] == []
+    assert topo["links"] == expected_links(TREE)
