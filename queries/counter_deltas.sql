@@ -1,7 +1,7 @@
 -- Per-port counter increases between consecutive readings that end in ($since, $until].
 -- A reading lower than the one before means the counter was reset (a switch reboot, or
--- someone ran perfquery -R): the increase is then the new value. A value at the top of the
--- counter's width is saturated: the true increase is "at least" the delta. ibqueryerrors
+-- someone reset them with perfquery): the increase is then the new value. A value at the top
+-- of the counter's width is saturated: the true increase is "at least" the delta. ibqueryerrors
 -- prints only counters above its threshold (default 0), so a port missing from an ibqueryerrors
 -- snapshot reads 0 there.
 -- Only error counters (those with a known width; not the data and packet counters), and only

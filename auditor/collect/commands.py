@@ -1,8 +1,9 @@
 """The allowlist of fabric commands the auditor may run, and the flags each may take.
 
-Everything here only reads. Counter resets (`perfquery -R`, `ibqueryerrors -k/-K`) and port
-changes (`ibportstate`) are not on the list and never will be: the auditor must not write to the
-fabric, and a reset would also destroy the counter history other tools rely on.
+Everything here only reads. Counter resets (perfquery's reset-after-read flag, ibqueryerrors'
+clear flags) and port changes (`ibportstate`) are not on the list and never will be: the auditor
+must not write to the fabric, and a reset would also destroy the counter history other tools
+rely on.
 """
 
 from __future__ import annotations
