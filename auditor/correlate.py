@@ -29,6 +29,7 @@ from auditor.flaps import Flap, PortKey, flaps
 from auditor.health import degraded_links
 from auditor.models import Fabric, NodeType
 from auditor.parse.joblog import ipoib_link_local_to_guid
+from auditor.portmap import port_number
 from auditor.store import Store
 
 LinkKey = tuple[PortKey, ...]  # one or two ends, sorted
@@ -116,8 +117,6 @@ def _maintenance_targets(rows: list[dict[str, Any]], fabric: Fabric
             if not port:
                 nodes.update(guids)
                 continue
-            from auditor.portmap import port_number
-
             number = int(port) if port.isdigit() else port_number(port)
             ports.update((g, number) for g in guids if number is not None)
         out.append((nodes, ports, r["start_at"], r["end_at"]))

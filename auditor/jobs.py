@@ -85,8 +85,7 @@ def _issues(unparsed: Sequence[tuple[int, str, str]]
 def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> None:
     """Both ends of every planned cable become part records of their ports."""
     # The plan may be loaded before or after the first sweep: use the newest fabric.
-    times = store.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=1)
-    pm = PortMap(store.fabric(times[0]) if times else None)
+    pm = PortMap(store.latest_fabric())
     by_device: dict[str, list[dict[str, object]]] = {}
     for c in cables:
         for name, port in ((c.a_name, c.a_port), (c.b_name, c.b_port)):

@@ -11,7 +11,7 @@ A swap is judged on the flaps seen after it:
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from auditor.errors import AuditorError
@@ -48,17 +48,16 @@ def record(store: Store, link: str, part: str, ticket: str, at: datetime,
         raise AuditorError(f"--part {part!r}: use one of {', '.join(PARTS)}")
     if not ticket.strip():
         raise AuditorError("--ticket must not be empty")
-    times = store.snapshot_times(utc_naive(at) + timedelta(days=3650), limit=1)
-    if not times:
+    fabric = store.latest_fabric()
+    if fabric is None:
         raise AuditorError("no topology snapshot: ingest the fabric before recording swaps")
-    fabric = store.fabric(times[0])
     pm = PortMap(fabric, aliases)
     ends = re.split(r"<->", link)
     a = _resolve_end(pm, ends[0])
     if len(ends) == 2:
         b: tuple[str, int, str] | None = _resolve_end(pm, ends[1])
     else:
-        peer = store.port_peers(utc_naive(at) + timedelta(days=3650)).get((a[0], a[1]))
+        peer = store.port_peers(datetime(9999, 1, 1, tzinfo=UTC)).get((a[0], a[1]))
         names = store.node_names()
         b = (peer[0], peer[1], names.get(peer[0], (peer[0], ""))[0]) if peer else None
     ports = {(a[0], a[1])} | ({(b[0], b[1])} if b else set())

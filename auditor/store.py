@@ -282,6 +282,11 @@ class Store:
             (r[0], r[1], r[2], r[3]) for r in self.run("port_identity", at=utc_naive(at))
         ]
 
+    def latest_fabric(self) -> Fabric | None:
+        """The newest topology snapshot, whatever its time (None before the first one)."""
+        times = self.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=1)
+        return self.fabric(times[0]) if times else None
+
     def fabric(self, seen_at: datetime) -> Fabric:
         """The fabric exactly as the snapshot taken at `seen_at` saw it."""
         at = utc_naive(seen_at)
