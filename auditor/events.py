@@ -69,9 +69,7 @@ def detect_log_kind(head: str, path: Path) -> str:
 
 def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.SyslogResult:
     reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    lines = [(n, text + "\n") for n, text in found.candidates]
-    if lines and not found.last_line_complete and lines[-1][0] == found.total_lines:
-        lines[-1] = (lines[-1][0], lines[-1][1][:-1])  # the writer's unfinished last line
+    lines = found.lines()  # streamed while grep still reads the file
     if kind == "ufm-events":
         return ufm_events.parse_ufm_events(lines, tz=opts.tz)
     if kind == "opensm":
@@ -79,8 +77,9 @@ def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.Sy
     if kind == "dmesg":
         if not opts.host:
             raise AuditorError(f"{path}: dmesg lines name no host; pass --host")
-        res = parse_dmesg("".join(t for _, t in lines), host=opts.host, tz=opts.tz)
-        numbers = [n for n, _ in lines]
+        listed = list(lines)
+        res = parse_dmesg("".join(t for _, t in listed), host=opts.host, tz=opts.tz)
+        numbers = [n for n, _ in listed]
         return syslog.SyslogResult(
             [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
             [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored)

@@ -303,9 +303,17 @@ class Store:
     def add_events(self, source_id: int, origin: str, events: Sequence[PortEvent],
                    placed: Sequence[Placement] | None = None) -> None:
         """Store events; `placed` overrides their (GUID, port, peer GUID, peer port)."""
-        if events:
-            self.run("port_events_stage", **_events_params(events, placed))
-            self.run("port_events_insert", source_id=source_id, origin=origin)
+        if not events:
+            return
+        params = _events_params(events, placed)
+        basic = ("peer_device", "peer_port_name", "peer_guid", "peer_port", "cable_serial",
+                 "code")
+        if all(v is None for k in basic for v in params[k]):
+            self.run("port_events_stage_basic", **{k: v for k, v in params.items()
+                                                   if k not in basic})
+        else:
+            self.run("port_events_stage", **params)
+        self.run("port_events_insert", source_id=source_id, origin=origin)
 
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:

@@ -1,9 +1,10 @@
 """Reading large log files fast: only the lines that can carry a port event reach Python.
 
-A switch syslog holds millions of lines a day and about 1 % are port events. GNU grep (PCRE,
-C locale) picks the candidate lines with their line numbers at disk speed; `wc -l` and a second
-grep count all lines and the lines without a recognisable envelope in parallel. Compressed
-(.gz) files are streamed through `gzip -dc`. Without grep, a Python scan does the same, slower.
+A switch syslog holds millions of lines a day and about 1 % are port events. GNU grep (POSIX
+ERE as a DFA, or PCRE when a site pattern needs it; C locale) picks the candidate lines with
+their line numbers at disk speed; `wc -l` and a second grep count all lines and the lines
+without a recognisable envelope in parallel. Compressed (.gz) files are streamed through
+`gzip -dc`. Without grep, a Python scan does the same, slower.
 """
 
 from __future__ import annotations
@@ -45,7 +46,38 @@ class LogScan:
     # the background while the caller parses the candidates, and `finish()` collects them.
     _pending: Callable[[], tuple[int, tuple[int, str] | None, str]] | None = None
 
+    _source: Iterator[tuple[int, str]] | None = None
+    # (line count, last line complete), known only after a pass over the whole file
+    _counts: Callable[[], tuple[int, bool]] | None = None
+
+    def _settle(self) -> None:
+        if self._counts is not None:
+            self.total_lines, self.last_line_complete = self._counts()
+            self._counts = None
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """The candidate lines as (number, text with its line terminator), while they are
+        found; also fills `candidates`. The file's last line keeps no terminator when it was
+        half-written, so a parser can tell."""
+        source = self._source if self._source is not None else iter(list(self.candidates))
+        self._source = None
+        if source is not iter(()):
+            self.candidates = []
+        held: tuple[int, str] | None = None
+        for item in source:
+            self.candidates.append(item)
+            if held is not None:
+                yield held[0], held[1] + "\n"
+            held = item
+        self._settle()
+        if held is not None:
+            last = held[0] == self.total_lines and not self.last_line_complete
+            yield held[0], held[1] + ("" if last else "\n")
+
     def finish(self) -> LogScan:
+        for _ in self.lines() if self._source is not None else ():
+            pass  # a caller that did not read the candidates still gets them
+        self._settle()
         if self._pending is not None:
             self.no_envelope, self.first_no_envelope, self.sha256 = self._pending()
             self._pending = None
@@ -111,6 +143,35 @@ def _run(argv: list[str], path: Path) -> bytes:
     return out.stdout
 
 
+def _stream(argv: list[str], path: Path) -> Iterator[bytes]:
+    """Like `_run`, but yields stdout lines while the filter still runs."""
+    gz = None
+    if path.suffix == ".gz":
+        gz = subprocess.Popen(  # noqa: S603 - fixed argv, the path is an argument
+            [shutil.which("gzip") or "gzip", "-dc", str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(argv, stdin=gz.stdout, stdout=subprocess.PIPE,  # noqa: S603
+                                stderr=subprocess.PIPE, env=_C_LOCALE)
+        if gz.stdout:
+            gz.stdout.close()  # grep holds the read end now
+    else:
+        proc = subprocess.Popen([*argv, str(path)], stdout=subprocess.PIPE,  # noqa: S603
+                                stderr=subprocess.PIPE, env=_C_LOCALE)
+    try:
+        assert proc.stdout is not None  # noqa: S101 - we asked for a pipe
+        yield from proc.stdout
+        err = proc.stderr.read() if proc.stderr else b""
+        if proc.wait() > 1:  # grep: 0 = lines selected, 1 = none, 2 = trouble
+            raise AuditorError(f"{path}: cannot scan: {err.decode(errors='replace')[:200]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if gz is not None:
+            gz.kill()
+            gz.wait()
+
+
 def _ends_with_newline(path: Path) -> bool:
     if path.suffix == ".gz":
         with gzip.open(path, "rb") as gz:
@@ -131,27 +192,29 @@ def _decode(raw: bytes) -> str:
 
 
 def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan:
-    pool = ThreadPoolExecutor(max_workers=5)
-    try:
-        hits = pool.submit(_run, _grep_argv(prefilter, "match"), path)
-        sha = pool.submit(digest, path)
-        total = pool.submit(_run, ["wc", "-l"], path)
-        garbage = pool.submit(_run, _grep_argv(envelope, "count-other"), path) if envelope \
-            else None
-        complete = pool.submit(_ends_with_newline, path)
-        candidates = []
-        for raw in hits.result().split(b"\n"):
-            if not raw:
-                continue
-            number, _, text = raw.partition(b":")
-            candidates.append((int(number), _decode(text)))
+    pool = ThreadPoolExecutor(max_workers=4)
+    total = pool.submit(_run, ["wc", "-l"], path)
+    garbage = pool.submit(_run, _grep_argv(envelope, "count-other"), path) if envelope \
+        else None
+    complete = pool.submit(_ends_with_newline, path)
+
+    def counts() -> tuple[int, bool]:
         lines = int(total.result().split()[0] or 0)
-        last_complete = complete.result()
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    if not last_complete:
-        lines += 1  # wc counts newlines; a half-written last line has none
+        # wc counts newlines; a half-written last line has none
+        return (lines if complete.result() else lines + 1), complete.result()
+
+    # The source key hashes what the ingest reads from the file: every candidate line with
+    # its number, the line count and the garbage count. Two files with the same key give
+    # exactly the same stored result (so the second is a no-op), and a 500 MB log is not read
+    # a third time just to hash it.
+    key = hashlib.sha256(b"log-scan-v1\0%s\0" % prefilter.encode())
+
+    def candidates() -> Iterator[tuple[int, str]]:
+        # Streamed: the caller parses the first candidates while grep still reads the file.
+        for raw in _stream(_grep_argv(prefilter, "match"), path):
+            key.update(raw)
+            number, _, text = raw.rstrip(b"\n").partition(b":")
+            yield int(number), _decode(text)
 
     def late() -> tuple[int, tuple[int, str] | None, str]:
         try:
@@ -160,11 +223,16 @@ def _scan_with_grep(path: Path, prefilter: str, envelope: str | None) -> LogScan
             if envelope and bad > 0:
                 number, _, text = _run(_grep_argv(envelope, "first-other"), path).partition(b":")
                 example = (int(number), _decode(text.rstrip(b"\n")))
-            return bad, example, sha.result()
+            lines, last_complete = counts()
+            key.update(b"\0%d\0%d\0%d" % (bad, lines, last_complete))
+            return bad, example, key.hexdigest()
         finally:
             pool.shutdown(wait=True)
 
-    return LogScan(lines, -1, candidates, last_complete, None, "", late)
+    scan = LogScan(-1, -1, [], True, None, "", late)
+    scan._source = candidates()
+    scan._counts = counts
+    return scan
 
 
 def _iter_lines(path: Path) -> Iterator[bytes]:
