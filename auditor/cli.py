@@ -378,7 +378,7 @@ def suspects(
 
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
-    from auditor.correlate import gather
+    from auditor.correlate import gather, settings_from
     from auditor.rank import as_json, rank
     from auditor.store import Store, utc_naive
 
@@ -388,8 +388,9 @@ def suspects(
     settings = _settings()
     start, end = _window(since, until)
     with Store(settings.db, read_only=True) as store:
-        evidence = gather(store, utc_naive(start), utc_naive(end), aliases=settings.aliases)
-    data = as_json(evidence, rank(evidence), limit)
+        cfg = settings_from(settings.ranking)
+        evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
+    data = as_json(evidence, rank(evidence, cfg), limit)
     if fmt == "json":
         _out(to_json(data))
         return
@@ -548,6 +549,7 @@ def report(
 
         auditor report --since 24h --out reports/today
     """
+    from auditor.correlate import settings_from
     from auditor.report import build_report, write_report
     from auditor.store import Store, utc_naive
 
@@ -555,7 +557,8 @@ def report(
     start, end = _window(since, until)
     with Store(settings.db, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days, limit=limit)
+                            verify_days=settings.nightly.verify_days, limit=limit,
+                            cfg=settings_from(settings.ranking))
     for path in write_report(out, data):
         _out(str(path))
 
@@ -662,6 +665,7 @@ def metrics_cmd(
 
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
+    from auditor.correlate import settings_from
     from auditor.metrics import render, write_textfile
     from auditor.report import build_report
     from auditor.store import Store, utc_naive
@@ -670,7 +674,8 @@ def metrics_cmd(
     start, end = _window(since, until)
     with Store(settings.db, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days)
+                            verify_days=settings.nightly.verify_days,
+                            cfg=settings_from(settings.ranking))
         write_textfile(textfile, render(data, store.sources()))
     _out(str(textfile))
 

@@ -119,10 +119,24 @@ class NightlySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RankingSettings:
+    """`[ranking]`: the windows and thresholds of the correlation (defaults in correlate.py)."""
+
+    before_minutes: float = 15.0  # a flap this long before a job died can have killed it
+    after_minutes: float = 1.0  # clock skew between switches and hosts
+    gpus_per_node: int = 8  # when the scheduler does not say
+    symbol_errors_per_hour: float = 120.0
+    link_error_recovery_per_hour: float = 300.0
+    common_mode_min_ports: int = 3
+    common_mode_fraction: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     year: int | None = None
     tz: str = "UTC"
     patterns: tuple[str, ...] = ()  # site-specific regexes with named groups (state, host, port)
+    paths: tuple[str, ...] = ()  # log files (globs) a sweep ingests: switch syslog, UFM, opensm
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +152,7 @@ class Settings:
     logs: LogSettings = field(default_factory=LogSettings)
     hosts: HostSettings = field(default_factory=HostSettings)
     nightly: NightlySettings = field(default_factory=NightlySettings)
+    ranking: RankingSettings = field(default_factory=RankingSettings)
 
     @property
     def captures_dir(self) -> Path:
@@ -186,13 +201,15 @@ def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 _KNOWN = {
     "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs", "hosts",
-         "nightly"},
+         "nightly", "ranking"},
     "nightly": {"reports", "log_file", "since", "keep_captures_days", "keep_reports_days",
                 "verify_days", "limit"},
     "hosts": {"names", "user", "port", "password", "key_file", "known_hosts", "timeout_s",
               "concurrency", "kernel_log", "sysfs_root"},
     "snmp": {"concurrency"},
-    "logs": {"year", "tz", "patterns"},
+    "logs": {"year", "tz", "patterns", "paths"},
+    "ranking": {"before_minutes", "after_minutes", "gpus_per_node", "symbol_errors_per_hour",
+                "link_error_recovery_per_hour", "common_mode_min_ports", "common_mode_fraction"},
     "store": {"db", "captures"},
     "topology": {"node_name_map"},
     "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
@@ -307,9 +324,27 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         switches=_switches(data.get("switches", []), base),
         snmp_concurrency=_get(snmp, "concurrency", int, "snmp") or 32,
         aliases=dict(aliases),
-        logs=LogSettings(_get(logs, "year", int, "logs"), tz, patterns),
+        logs=LogSettings(_get(logs, "year", int, "logs"), tz, patterns,
+                         tuple(str(_path(x, base)) for x in _args(logs, "paths", "logs"))),
+        ranking=_ranking(data.get("ranking", {})),
         hosts=host_settings,
     )
+
+
+def _ranking(table: dict[str, Any]) -> RankingSettings:
+    defaults = RankingSettings()
+    values: dict[str, Any] = {}
+    for key in RankingSettings.__dataclass_fields__:
+        kind: type | tuple[type, ...] = int if key in ("gpus_per_node",
+                                                     "common_mode_min_ports") else (int, float)
+        value = _get(table, key, kind, "ranking")
+        if value is None:
+            continue
+        if value <= 0 or (key == "common_mode_fraction" and value > 1):
+            raise ConfigError(f"ranking.{key}: out of range")
+        values[key] = value
+    return RankingSettings(**{k: values.get(k, getattr(defaults, k))
+                              for k in RankingSettings.__dataclass_fields__})
 
 
 _SWITCH_KEYS = {"name", "host", "snmp", "ssh"}

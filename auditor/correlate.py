@@ -97,6 +97,16 @@ class Evidence:
     names: dict[str, tuple[str, str]]
 
 
+def settings_from(r: Any) -> Settings:
+    """Correlation settings from the config's `[ranking]` (auditor.config.RankingSettings)."""
+    return Settings(before=timedelta(minutes=r.before_minutes),
+                    after=timedelta(minutes=r.after_minutes), gpus_per_node=r.gpus_per_node,
+                    symbol_errors_per_hour=r.symbol_errors_per_hour,
+                    link_error_recovery_per_hour=r.link_error_recovery_per_hour,
+                    common_mode_min_ports=r.common_mode_min_ports,
+                    common_mode_fraction=r.common_mode_fraction)
+
+
 def link_of(ends: list[PortKey]) -> LinkKey:
     return tuple(sorted(ends))
 

@@ -15,6 +15,7 @@ from typing import Any
 from auditor import nightly
 from auditor.collect.runner import runner_for
 from auditor.config import Settings
+from auditor.correlate import settings_from
 from auditor.errors import CollectError
 from auditor.metrics import render as render_metrics
 from auditor.metrics import write_textfile
@@ -79,7 +80,8 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
             report = build_report(store, utc_naive(start), utc_naive(end),
                                   aliases=settings.aliases,
                                   verify_days=settings.nightly.verify_days,
-                                  limit=settings.nightly.limit)
+                                  limit=settings.nightly.limit,
+                                  cfg=settings_from(settings.ranking))
             sources = store.sources()
         folder = nightly.dated_folder(settings.reports_dir, now)
         write_report(folder, report)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor import graph, replacements
-from auditor.correlate import Evidence, gather
+from auditor.correlate import Evidence, Settings, gather
 from auditor.models import NodeType
 from auditor.rank import Suspect, as_json, rank
 from auditor.render import to_json
@@ -97,10 +97,11 @@ def _heatmap(ev: Evidence, bins: int = 24) -> dict[str, Any]:
 
 def build_report(store: Store, since: datetime, until: datetime, *,
                  aliases: dict[str, str] | None = None, verify_days: float = 7.0,
-                 limit: int = 50, title: str = "InfiniBand fabric audit") -> dict[str, Any]:
+                 limit: int = 50, title: str = "InfiniBand fabric audit",
+                 cfg: Settings | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain JSON-able data (times naive UTC in, ISO out)."""
-    ev = gather(store, since, until, aliases=aliases)
-    ranked: list[Suspect] = rank(ev)
+    ev = gather(store, since, until, cfg, aliases=aliases)
+    ranked: list[Suspect] = rank(ev, cfg)
     suspects = as_json(ev, ranked, limit)["suspects"]
     locs, labels = store.locations(), store.port_labels()
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import glob
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.collect.runner import CommandResult, Runner, save_capture
 from auditor.config import Settings
-from auditor.errors import CollectError
+from auditor.errors import AuditorError, CollectError
 from auditor.hostside import collect_hosts
 from auditor.ingest import IngestResult, ingest_files
 from auditor.store import Store
@@ -87,6 +89,25 @@ def sweep(store: Store, settings: Settings, runner: Runner,
         result.ingested += ingest_job_files(
             store, [f for f in files if f.stem == "sacct"], "sacct",
             JobOptions(tz=ZoneInfo(settings.logs.tz)), now=moment)
+    # The site's log files (switch syslog, UFM events, opensm): re-reading a grown file stores
+    # only its new events.
+    # The patterns are absolute (resolved against the config file), which Path.glob refuses.
+    logs = sorted({Path(m) for pattern in settings.logs.paths
+                   for m in glob.glob(pattern)})  # noqa: PTH207
+    if logs:
+        from zoneinfo import ZoneInfo
+
+        from auditor.events import LogOptions, ingest_logs
+
+        opts = LogOptions(year=settings.logs.year, tz=ZoneInfo(settings.logs.tz),
+                          extra=[re.compile(p) for p in settings.logs.patterns],
+                          aliases=settings.aliases)
+        for log in logs:
+            try:
+                result.ingested += ingest_logs(store, [log], "auto", opts, now=moment)
+            except AuditorError as exc:  # one unreadable log must not stop the sweep
+                result.commands.append({"command": f"log {log}", "status": "failed",
+                                        "detail": str(exc)})
     # Switch-side evidence after the topology, so its port names map onto this sweep's graph.
     outcomes = [*poll_snmp(store, settings, moment), *collect_cli(store, settings, moment),
                 *collect_hosts(store, settings, moment)]

@@ -42,3 +42,12 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
         load(cfg, None)
     assert key in str(err.value)
     assert "hunter2" not in str(err.value) and "public" not in str(err.value)
+
+
+def test_ranking_settings_are_checked(tmp_path: Path) -> None:
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text("[ranking]\ncommon_mode_fraction = 1.5\n")
+    with pytest.raises(ConfigError, match=r"ranking\.common_mode_fraction"):
+        load(cfg, None)
+    cfg.write_text("[ranking]\nbefore_minutes = 30\n")
+    assert load(cfg, None).ranking.before_minutes == 30

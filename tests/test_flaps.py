@@ -229,3 +229,26 @@ def test_flap_on_the_ibsim_fabric_seen_by_sweeps_and_link_downed(tmp_path: Path)
     assert flap["duration_s"] == 120.0
     assert flap["approximate"] is True
     assert flap["sources"] == ["counters", "topology"]
+
+
+def test_sweep_ingests_the_configured_log_files(tmp_path: Path, demo_db: Path) -> None:
+    from auditor.collect.runner import LocalRunner
+    from auditor.config import load
+    from auditor.sweep import sweep
+
+    logs = tmp_path / "switches"
+    logs.mkdir()
+    (logs / "leaf02.log").write_text(ONYX)
+    (logs / "broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00 not gzip")
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text(f'[logs]\npaths = ["{logs}/*.log", "{logs}/*.gz"]\n')
+    settings = load(cfg, demo_db)
+    with Store(demo_db) as store:
+        # No fabric tools answer here (no HCA, no simulator): those steps fail, the logs are
+        # still read, and the unreadable one is reported without stopping the rest.
+        result = sweep(store, settings, LocalRunner(timeout_s=30),
+                       at=datetime(2026, 11, 30, 7, tzinfo=UTC))
+    failed = {c["command"] for c in result.failed}
+    assert f"log {logs / 'broken.log.gz'}" in failed
+    assert any(r.path == str(logs / "leaf02.log") for r in result.ingested)
+    assert len(link_flaps(flaps_json(demo_db), ("leaf02", 6), ("spine02", 2))) == 1
