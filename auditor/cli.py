@@ -522,7 +522,7 @@ def demo(
 
         auditor demo
 
-        auditor --db auditor-demo.duckdb suspects --since 1d --until 2026-11-30T00:00:00Z
+        auditor --db auditor-demo.duckdb suspects --since 24h
     """
     from auditor.demo import build_demo, build_scenario_demo
 

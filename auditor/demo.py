@@ -12,7 +12,7 @@ sweep, then one after a cable was pulled, a link trained down to 1X and error co
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from auditor import fabric
@@ -44,7 +44,11 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
     from auditor.store import utc_naive
 
     _fresh(out, workdir)
-    generate(workdir, seed=seed, spines=4, leaves=8, hosts_per_leaf=8)
+    # The demo's day ends at the current hour, so `suspects --since 24h` and `nightly` work on
+    # it as they would on a live fabric; the faults are the same for a seed whatever the date.
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    generate(workdir, seed=seed, spines=4, leaves=8, hosts_per_leaf=8,
+             start=end - timedelta(days=1))
     truth = load_scenario(workdir, out)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
@@ -68,9 +72,9 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
         f"{jobs['unexplained']} unexplained",
         "",
         to_table(rows, title="what to replace first (auditor suspects)"),
-        f"next: auditor --db {out} suspects --since 1d --until {data['window']['until']} "
-        "--format json   |   auditor --db " + str(out) + " flaps --since 1d --until "
-        + data["window"]["until"],
+        f"next: auditor --db {out} suspects --since 24h --format json   |   "
+        f"auditor --db {out} report --since 24h --out reports/demo   |   "
+        f"auditor --db {out} nightly --no-sweep",
     ]
     return "\n".join(lines)
 
