@@ -110,13 +110,12 @@ def ingest(
 
         auditor ingest --kind joblog --job 4242 rank0.log
     """
-    from auditor.ingest import ingest_files, plan_ingest
-    from auditor.parse.nodedesc import parse_node_name_map
+    from auditor.ingest import ingest_files, load_node_names, plan_ingest
     from auditor.store import Store
 
     _check_format(fmt)
     settings = _settings()
-    names = _node_names(settings, parse_node_name_map)
+    names = load_node_names(settings.node_name_map)
     moment = _at(at) if at else None
     plan = plan_ingest(files, kind)
     opts = _log_options(settings, year, tz, host)
@@ -154,23 +153,6 @@ def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None
     return LogOptions(year=year or settings.logs.year, tz=tzinfo,
                       extra=[re.compile(p) for p in settings.logs.patterns],
                       aliases=settings.aliases, host=host)
-
-
-def _node_names(settings: config_mod.Settings, parser: Any) -> dict[str, str]:
-    if settings.node_name_map is None:
-        return {}
-    from auditor.errors import ParseError
-
-    path = settings.node_name_map
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AuditorError(f"{path}: cannot read node-name map: {exc.strerror}") from exc
-    try:
-        result: dict[str, str] = parser(text)
-    except ParseError as exc:
-        raise exc.with_source(str(path)) from None
-    return result
 
 
 @app.command()
@@ -257,13 +239,13 @@ def sweep(fmt: FormatOpt = "table") -> None:
         auditor --config auditor.toml sweep
     """
     from auditor.collect.runner import runner_for
-    from auditor.parse.nodedesc import parse_node_name_map
+    from auditor.ingest import load_node_names
     from auditor.store import Store
     from auditor.sweep import sweep as run_sweep
 
     _check_format(fmt)
     settings = _settings()
-    names = _node_names(settings, parse_node_name_map)
+    names = load_node_names(settings.node_name_map)
     runner = runner_for(settings.sweep)
     try:
         with Store(settings.db) as store:

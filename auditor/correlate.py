@@ -264,7 +264,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
            aliases: dict[str, str] | None = None) -> Evidence:
     """All evidence for [since, until] (naive UTC)."""
     cfg = cfg or Settings()
-    times = store.snapshot_times(until, limit=1)
+    times = store.snapshot_times(until, limit=2)
     if not times:
         raise AuditorError("no topology snapshot yet: ingest ibnetdiscover or iblinkinfo "
                            "output (or run `auditor sweep`) first")
@@ -279,7 +279,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
     rest = [f for f in all_flaps if id(f) not in maint]
     node_events = _common_mode(rest, fabric, cfg)
-    in_event = {id(f) for node_ev in node_events for f in node_ev.flaps}
+    event_of = {id(f): node_ev for node_ev in node_events for f in node_ev.flaps}
 
     links: dict[LinkKey, LinkEvidence] = {}
     for f in all_flaps:
@@ -287,15 +287,14 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
             continue
         link = link_of(f.ends)
         lev = links.setdefault(link, LinkEvidence(link))
-        if id(f) in in_event:
+        if id(f) in event_of:
             lev.common_mode_flaps += 1
         elif id(f) in maint:
             lev.maintenance_flaps += 1
         elif f.down_at >= since or f.up_at is None or f.up_at >= since:
             lev.flaps.append(f)
     _counter_evidence(store.counter_deltas(since, until), peers, links)
-    previous = store.fabric(times_prev[1]) if len(times_prev := store.snapshot_times(
-        until, limit=2)) > 1 else None
+    previous = store.fabric(times[1]) if len(times) > 1 else None
     for d in degraded_links(fabric, previous):
         link = link_of([(d.ends[0].guid, d.ends[0].port), (d.ends[1].guid, d.ends[1].port)])
         links.setdefault(link, LinkEvidence(link)).degraded = (
@@ -362,7 +361,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
             failed_net += 1
             suspects.sort(key=lambda s: s[0])
             _, link, f = suspects[0]
-            node_ev = next((n for n in node_events if id(f) in {id(x) for x in n.flaps}), None)
+            node_ev = event_of.get(id(f))
             explained = {link_of(x.ends) for x in node_ev.flaps} if node_ev else {link}
             if node_ev is not None:
                 node_ev.jobs.append(record)

@@ -18,7 +18,7 @@ from auditor.models import CounterSample, FabricNode, Link, Node, NodeType, Port
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
-from auditor.parse.nodedesc import describe
+from auditor.parse.nodedesc import describe, parse_node_name_map
 from auditor.parse.perfquery import parse_perfquery
 from auditor.store import SourceMeta, Store
 
@@ -73,6 +73,20 @@ def read_text(path: Path) -> tuple[str, str]:
         line_no = data[: exc.start].count(b"\n") + 1
         raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
     return text, digest
+
+
+def load_node_names(path: Path | None) -> dict[str, str]:
+    """The site's node-name map (ibnetdiscover's --node-name-map format), or {} without one."""
+    if path is None:
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise AuditorError(f"{path}: cannot read node-name map: {exc.strerror}") from exc
+    try:
+        return parse_node_name_map(text)
+    except ParseError as exc:
+        raise exc.with_source(str(path)) from None
 
 
 def detect_kind(text: str, path: str) -> str:

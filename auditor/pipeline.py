@@ -17,10 +17,10 @@ from auditor.collect.runner import runner_for
 from auditor.config import Settings
 from auditor.correlate import settings_from
 from auditor.errors import CollectError
+from auditor.ingest import load_node_names
 from auditor.metrics import render as render_metrics
 from auditor.metrics import write_textfile
 from auditor.nightly import RunLock, new_suspects, progress
-from auditor.parse.nodedesc import parse_node_name_map
 from auditor.report import build_report, write_report
 from auditor.store import Store, utc_naive
 from auditor.sweep import sweep
@@ -60,9 +60,7 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
         failed: list[str] = []
         if do_sweep:
             with steps.step("sweep: fabric tools, switches, hosts"), Store(settings.db) as store:
-                names: dict[str, str] = {}
-                if settings.node_name_map is not None:
-                    names = parse_node_name_map(settings.node_name_map.read_text())
+                names = load_node_names(settings.node_name_map)
                 try:
                     runner = runner_for(settings.sweep)
                 except CollectError as exc:

@@ -82,15 +82,16 @@ def _neighbourhood(ev: Evidence, ends: list[dict[str, Any]]) -> dict[str, Any]:
 def _heatmap(ev: Evidence, bins: int = 24) -> dict[str, Any]:
     span = (ev.until - ev.since) / bins
     counts: dict[str, list[int]] = defaultdict(lambda: [0] * bins)
-    for le in ev.links.values():
-        for f in le.flaps + [f for n in ev.nodes for f in n.flaps if tuple(f.ends) == le.link]:
-            if f.down_at is None or not ev.since <= f.down_at <= ev.until:
-                continue
-            i = min(bins - 1, int((f.down_at - ev.since) / span))
-            for guid, _ in f.ends:
-                node = ev.fabric.nodes.get(guid)
-                if node is not None and node.node_type == NodeType.SWITCH:
-                    counts[node.name][i] += 1
+    flaps = [f for le in ev.links.values() for f in le.flaps] + [
+        f for n in ev.nodes for f in n.flaps]
+    for f in flaps:
+        if f.down_at is None or not ev.since <= f.down_at <= ev.until:
+            continue
+        i = min(bins - 1, int((f.down_at - ev.since) / span))
+        for guid, _ in f.ends:
+            node = ev.fabric.nodes.get(guid)
+            if node is not None and node.node_type == NodeType.SWITCH:
+                counts[node.name][i] += 1
     return {"bins": [_iso(ev.since + span * i) for i in range(bins)],
             "rows": [{"switch": name, "counts": c} for name, c in sorted(counts.items())]}
 

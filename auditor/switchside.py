@@ -8,7 +8,7 @@ poll of the same switch (a status change, or ifLastChange moving = a flap betwee
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,12 +32,11 @@ class DeviceOutcome:
 
 
 def _target(sw: SwitchSettings) -> SnmpTarget:
+    """The poller's target: the config's [[switches]].snmp table has the same field names."""
     s = sw.snmp
     assert s is not None  # noqa: S101 - callers pass only switches with SNMP settings
-    return SnmpTarget(name=sw.name, host=sw.host, port=s.port, version=s.version,
-                      community=s.community, user=s.user, auth_key=s.auth_key,
-                      priv_key=s.priv_key, auth_proto=s.auth_proto, priv_proto=s.priv_proto,
-                      timeout_s=s.timeout_s, retries=s.retries)
+    return SnmpTarget(name=sw.name, host=sw.host,
+                      **{f.name: getattr(s, f.name) for f in fields(s)})
 
 
 def _previous(store: Store, device: str, before: datetime) -> SnmpResult | None:
