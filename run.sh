@@ -6,9 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-APT_TEST=(python3-venv python3-pip ibsim-utils infiniband-diags opensm snmpd snmp
+APT_TEST=(python3-venv python3-pip ripgrep ibsim-utils infiniband-diags opensm snmpd snmp
           openssh-server chromium)
-APT_DEMO=(python3-venv python3-pip)
+APT_DEMO=(python3-venv python3-pip ripgrep)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from auditor.collect.logfile import LogScan, read_head, scan
+from auditor.collect.logfile import LogScan, Tool, pick_tool, read_head, scan
 from auditor.errors import AuditorError
 from auditor.ingest import IngestResult
 from auditor.models import PortEvent
@@ -53,6 +53,11 @@ class LogOptions:
     extra: list[re.Pattern[str]] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)
     host: str | None = None  # dmesg: the host the file came from
+
+
+def log_scanner(kind: str) -> Tool:
+    """The scanner a log of this kind is read with here (rg, grep or python)."""
+    return pick_tool(_PREFILTERS[kind], _ENVELOPES[kind])
 
 
 def detect_log_kind(head: str, path: Path) -> str:

@@ -94,7 +94,9 @@ class Fabric:
     links: list[Link] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a 5-million-line syslog makes tens of thousands of these, and a frozen
+# dataclass's __init__ (object.__setattr__ per field) costs 4x as much. Treat as immutable.
+@dataclass(slots=True)
 class PortEvent:
     """One port state change (or port-level alarm) read from a log line, a poll or a counter.
 

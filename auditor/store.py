@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 
 from auditor import sql
 from auditor.errors import AuditorError
@@ -56,18 +58,23 @@ _MICROSECOND = timedelta(microseconds=1)
 Placement = tuple[str | None, int | None, str | None, int | None]  # guid, port, peer guid, port
 
 
-def _events_params(events: Sequence[PortEvent],
-                   placed: Sequence[Placement] | None) -> dict[str, list[Any]]:
+# Port events reach DuckDB as numpy columns of a registered relation: DuckDB scans those in C,
+# where list parameters cost a Python-to-Value conversion per field (4x slower at 50,000 events).
+
+def _events_columns(events: Sequence[PortEvent],
+                    placed: Sequence[Placement] | None) -> dict[str, npt.NDArray[Any]]:
     if placed is None:
         placed = [(e.guid, e.port, e.peer_guid, e.peer_port) for e in events]
-    return {
+    ints = {
         "line_no": [e.line_no for e in events],
         "event_us": [(e.at - _EPOCH) // _MICROSECOND for e in events],
+    }
+    objects = {
         "state": [e.state for e in events],
         "device": [e.device for e in events],
         "port_name": [e.port_name for e in events],
         "guid": [p[0] for p in placed],
-        "port": [p[1] for p in placed],
+        "port": [p[1] for p in placed],  # ints or None: an object column keeps the NULLs
         "peer_device": [e.peer_device for e in events],
         "peer_port_name": [e.peer_port_name for e in events],
         "peer_guid": [p[2] for p in placed],
@@ -76,6 +83,9 @@ def _events_params(events: Sequence[PortEvent],
         "code": [e.code for e in events],
         "message": [e.message for e in events],
     }
+    columns = {k: np.array(v, dtype=np.int64) for k, v in ints.items()}
+    columns.update((k, np.array(v, dtype=object)) for k, v in objects.items())
+    return columns
 
 
 
@@ -305,14 +315,11 @@ class Store:
         """Store events; `placed` overrides their (GUID, port, peer GUID, peer port)."""
         if not events:
             return
-        params = _events_params(events, placed)
-        basic = ("peer_device", "peer_port_name", "peer_guid", "peer_port", "cable_serial",
-                 "code")
-        if all(v is None for k in basic for v in params[k]):
-            self.run("port_events_stage_basic", **{k: v for k, v in params.items()
-                                                   if k not in basic})
-        else:
-            self.run("port_events_stage", **params)
+        self._con.register("event_batch", _events_columns(events, placed))
+        try:
+            self.run("port_events_stage")
+        finally:
+            self._con.unregister("event_batch")
         self.run("port_events_insert", source_id=source_id, origin=origin)
 
     def add_issues(self, source_id: int,
