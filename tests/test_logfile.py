@@ -153,9 +153,8 @@ def test_a_pattern_ripgrep_cannot_read_goes_to_grep(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", sorted(_PREFILTERS))
 def test_ripgrep_reads_every_built_in_pattern(kind: str) -> None:
     need(None if shutil.which("rg") else "ripgrep (rg) is not installed")
-    rg = shutil.which("rg") or "rg"
-    assert logfile._rg_accepts(rg, _PREFILTERS[kind])
-    assert logfile._rg_accepts(rg, _ENVELOPES[kind])
+    assert logfile._rg_accepts(_PREFILTERS[kind])
+    assert logfile._rg_accepts(_ENVELOPES[kind])
 
 
 def test_a_failing_scanner_is_an_error_naming_the_file(tmp_path: Path,
@@ -167,3 +166,24 @@ def test_a_failing_scanner_is_an_error_naming_the_file(tmp_path: Path,
     with pytest.raises(logfile.AuditorError, match=str(tmp_path)):
         outcome(scan(tmp_path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool="grep"))
     assert path.exists()
+
+
+def test_a_ripgrep_without_the_flags_we_use_is_passed_over(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An old ripgrep that rejects a flag (as rg 0.x does `--encoding none`) exits 2: grep
+    scans instead, and the result is the same."""
+    need(None if shutil.which("grep") else "GNU grep is not installed")
+    old = tmp_path / "bin" / "rg"
+    old.parent.mkdir()
+    old.write_text("#!/bin/sh\necho 'error: Found argument --encoding which was not expected' >&2"
+                   "\nexit 2\n")
+    old.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{old.parent}:{Path(shutil.which('grep') or '').parent}")
+    logfile._rg_accepts.cache_clear()
+    try:
+        assert pick_tool(syslog.PREFILTER, SYSLOG_ENVELOPE) == "grep"
+        path = write(tmp_path, "plain", FILES["plain"], compressed=False)
+        found = outcome(scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE))
+        assert found == outcome(scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool="python"))
+    finally:
+        logfile._rg_accepts.cache_clear()

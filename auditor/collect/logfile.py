@@ -111,11 +111,13 @@ Tool = Literal["rg", "grep", "python"]
 
 
 @functools.lru_cache(maxsize=64)
-def _rg_accepts(rg: str, pattern: str) -> bool:
-    """Whether ripgrep's regex dialect takes this pattern (site patterns are Python regexes;
-    lookarounds and backreferences are not in it). Exit 1 = parsed, no match on empty input."""
-    done = subprocess.run([rg, "--no-config", "-q", "-e", pattern, "-"],  # noqa: S603
-                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
+def _rg_accepts(pattern: str) -> bool:
+    """Whether this ripgrep takes the scan's flags and the pattern (site patterns are Python
+    regexes; lookarounds and backreferences are not in ripgrep's dialect, and an old ripgrep
+    may lack a flag). Run on empty input: exit 1 = understood, nothing matched."""
+    argv = [*_argv("rg", pattern, "match"), "-"]
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL,  # noqa: S603
+                          capture_output=True, check=False)
     return done.returncode == 1
 
 
@@ -123,8 +125,7 @@ def pick_tool(pattern: str, envelope: str | None = None) -> Tool:
     """The fastest scanner installed that reads these patterns."""
     if not shutil.which("wc"):
         return "python"
-    rg = shutil.which("rg")
-    if rg and all(_rg_accepts(rg, p) for p in (pattern, envelope) if p):
+    if shutil.which("rg") and all(_rg_accepts(p) for p in (pattern, envelope) if p):
         return "rg"
     return "grep" if shutil.which("grep") else "python"
 
