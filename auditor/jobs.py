@@ -17,7 +17,7 @@ from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest import IngestResult, read_text
-from auditor.models import HostAddress, MaintenanceWindow
+from auditor.models import HostAddress, JobError, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
@@ -166,13 +166,19 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
     moment = now or datetime.now(UTC)
     parsed = [_parse(path, kind, opts) for path in paths]
     results = []
+    # Thousands of job logs in one command: look their contents up, and store their failure
+    # lines and issues, in one statement each rather than one per file.
+    job_errors: list[tuple[int, str | None, Sequence[JobError], set[int]]] = []
+    all_issues: list[tuple[int, str, int, int | None, str | None]] = []
     with store.transaction():
+        stored = store.stored_digests([item.digest for item in parsed])
         for item in parsed:
             result = IngestResult(str(item.path), item.kind, "ingested")
             results.append(result)
-            if store.find_source(item.digest, moment, explicit_at=False) is not None:
+            if item.digest in stored:
                 result.status = "already ingested"
                 continue
+            stored.add(item.digest)  # the same content twice in one command: stored once
             issues = _issues(item.unparsed)
             sid = store.add_source(SourceMeta(item.kind, str(item.path), item.digest, "file",
                                               moment, False, item.lines,
@@ -188,10 +194,12 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
             if item.cables is not None:
                 _store_cables(store, item.cables, moment)
             if item.log is not None:
-                first = {e.line_no for e in item.log.first}
-                store.add_job_errors(sid, opts.job, item.log.errors, first)
-            store.add_issues(sid, issues)
+                job_errors.append((sid, opts.job, item.log.errors,
+                                   {e.line_no for e in item.log.first}))
+            all_issues += [(sid, *i) for i in issues]
             result.records = item.records
             result.source_id = sid
             result.warnings = [f"{n} line(s): {why}" for why, n, _, _ in issues]
+        store.add_job_errors(job_errors)
+        store.add_issues_of_many(all_issues)
     return results

@@ -195,6 +195,10 @@ class Store:
         )
         return int(rows[0][0]) if rows else None
 
+    def stored_digests(self, sha256: Sequence[str]) -> set[str]:
+        """Which of these contents are stored already (as `find_source` without --at)."""
+        return {r[0] for r in self.run("sources_known", sha256=list(sha256))} if sha256 else set()
+
     def add_source(self, meta: SourceMeta) -> int:
         rows = self.run(
             "source_insert",
@@ -329,10 +333,16 @@ class Store:
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:
         """issues: (reason, number of lines, first line number, example line)."""
+        self.add_issues_of_many([(source_id, *i) for i in issues])
+
+    def add_issues_of_many(
+            self, issues: Sequence[tuple[int, str, int, int | None, str | None]]) -> None:
+        """Issues of several sources in one statement: (source id, reason, lines, first line
+        number, example line)."""
         if issues:
-            self.run("source_issues_insert", source_id=source_id,
-                     reason=[i[0] for i in issues], lines=[i[1] for i in issues],
-                     first_line_no=[i[2] for i in issues], example=[i[3] for i in issues])
+            self.run("source_issues_insert", source_id=[i[0] for i in issues],
+                     reason=[i[1] for i in issues], lines=[i[2] for i in issues],
+                     first_line_no=[i[3] for i in issues], example=[i[4] for i in issues])
 
     def add_topology_events(self, source_id: int, seen_at: datetime, prev_at: datetime) -> None:
         self.run("topology_events_insert", source_id=source_id, seen_at=utc_naive(seen_at),
@@ -413,20 +423,24 @@ class Store:
     def jobs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("jobs_window", since=utc_naive(since), until=utc_naive(until))
 
-    def add_job_errors(self, source_id: int, job_id: str | None, errors: Sequence[JobError],
-                       first: set[int]) -> None:
-        """first: the line numbers of the errors that are the first of their (host, HCA, peer)."""
-        if not errors:
+    def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
+                       ) -> None:
+        """The failure lines of job logs, all in one statement: (source id, job id or None,
+        errors, the line numbers of the errors that are the first of their host/HCA/peer)."""
+        rows = [(sid, job, e, e.line_no in first) for sid, job, errors, first in logs
+                for e in errors]
+        if not rows:
             return
-        self.run("job_errors_insert", source_id=source_id, job_id=job_id,
-                 line_no=[e.line_no for e in errors],
-                 event_at=[utc_naive(e.at) if e.at else None for e in errors],
-                 kind=[e.kind for e in errors], network=[e.network for e in errors],
-                 host=[e.host for e in errors], hca=[e.hca for e in errors],
-                 hca_port=[e.hca_port for e in errors], peer=[e.peer for e in errors],
-                 status=[e.status for e in errors], status_name=[e.status_name for e in errors],
-                 rank=[e.rank for e in errors], is_first=[e.line_no in first for e in errors],
-                 message=[e.message for e in errors])
+        self.run("job_errors_insert", source_id=[r[0] for r in rows], job_id=[r[1] for r in rows],
+                 line_no=[r[2].line_no for r in rows],
+                 event_at=[utc_naive(r[2].at) if r[2].at else None for r in rows],
+                 kind=[r[2].kind for r in rows], network=[r[2].network for r in rows],
+                 host=[r[2].host for r in rows], hca=[r[2].hca for r in rows],
+                 hca_port=[r[2].hca_port for r in rows], peer=[r[2].peer for r in rows],
+                 status=[r[2].status for r in rows],
+                 status_name=[r[2].status_name for r in rows],
+                 rank=[r[2].rank for r in rows], is_first=[r[3] for r in rows],
+                 message=[r[2].message for r in rows])
 
     def job_errors(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until))

@@ -60,3 +60,38 @@ def test_every_query_file_is_one_statement_and_used() -> None:
     for name in sql.names():
         sql.load(name)
         assert f'"{name}"' in code, f"queries/{name}.sql is not used"
+
+
+def test_many_job_logs_in_one_command_store_what_one_per_command_does(tmp_path: Path) -> None:
+    """The batched insert of job-log errors and issues keeps every row with its own source, and
+    a log given twice in one command is stored once."""
+    from auditor.jobs import JobOptions, ingest_job_files
+
+    logs = sorted((FIXTURES / "joblog").glob("*.txt"))
+    assert len(logs) >= 5
+    odd = tmp_path / "with_unreadable_lines.txt"
+    odd.write_text(logs[0].read_text() + "kernel: NVRM: Xid (PCI:0000:3b\n"
+                   "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: \n")
+    logs.insert(2, odd)
+    at = datetime(2026, 11, 30, tzinfo=UTC)
+    query = ("select s.path, e.line_no, e.event_at, e.kind, e.network, e.host, e.hca, e.peer, "
+             "e.is_first, e.message from job_errors e join sources s using (source_id) "
+             "order by all")
+    issues = ("select s.path, i.reason, i.lines, i.first_line_no, i.example from source_issues i "
+              "join sources s using (source_id) order by all")
+    stored = []
+    for name, calls in (("one.duckdb", [[*logs, logs[0]]]), ("each.duckdb", [[p] for p in logs])):
+        with Store(tmp_path / name) as store:
+            results = [r for paths in calls
+                       for r in ingest_job_files(store, paths, "joblog", JobOptions(), now=at)]
+            again = ingest_job_files(store, logs, "joblog", JobOptions(), now=at)
+            assert {r.status for r in again} == {"already ingested"}
+            stored.append((store._con.execute(query).fetchall(),
+                           store._con.execute(issues).fetchall()))
+        if name == "one.duckdb":
+            assert [r.status for r in results][-1] == "already ingested"
+            assert {r.status for r in results[:-1]} == {"ingested"}
+    assert stored[0] == stored[1]
+    assert len(stored[0][0]) > 10
+    assert {row[1] for row in stored[0][1]} == {"unreadable Xid line",
+                                                 "unreadable torchelastic failure"}
