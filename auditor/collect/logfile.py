@@ -46,10 +46,10 @@ class LogScan:
     last_line_complete: bool
     first_no_envelope: tuple[int, str] | None = None  # the first garbage line, as an example
     sha256: str = ""
-    # The content hash and the garbage count take as long as the scan itself: they go on in
-    # the background while the caller parses the candidates, and `finish()` collects them.
+    # The garbage count (another pass over the file) and the source key (which hashes the
+    # candidates and the counts) are ready only after the scan: `finish()` collects them.
     _pending: Callable[[], tuple[int, tuple[int, str] | None, str]] | None = None
-
+    # The candidates while the scanner still finds them (consumed once, by `lines()`).
     _source: Iterator[tuple[int, str]] | None = None
     # (line count, last line complete), known only after a pass over the whole file
     _counts: Callable[[], tuple[int, bool]] | None = None
@@ -65,8 +65,7 @@ class LogScan:
         half-written, so a parser can tell."""
         source = self._source if self._source is not None else iter(list(self.candidates))
         self._source = None
-        if source is not iter(()):
-            self.candidates = []
+        self.candidates = []  # refilled from the source as it goes
         held: tuple[int, str] | None = None
         for item in source:
             self.candidates.append(item)
