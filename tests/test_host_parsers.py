@@ -42,6 +42,7 @@ from auditor.parse.sysfs_ib import (
     parse_sysfs_ib,
     to_counter_samples,
 )
+from tests.strategies import near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KINDS = ("ibstat", "sysfs_ib", "dmesg")
@@ -467,24 +468,9 @@ def test_dmesg_ctime_in_a_zone_with_dst() -> None:
 
 # --- fuzzing -----------------------------------------------------------------------------------
 
-_FIXTURE_LINES = sorted({line for path in CASES for line in path.read_text().split("\n")})
-
-
-@st.composite
-def _near_miss_line(draw: st.DrawFn) -> str:
-    line = draw(st.sampled_from(_FIXTURE_LINES))
-    action = draw(st.sampled_from(["keep", "cut", "insert", "digits"]))
-    if action == "keep" or not line:
-        return line
-    pos = draw(st.integers(0, len(line)))
-    if action == "cut":
-        return line[:pos]
-    if action == "insert":
-        return line[:pos] + draw(st.text(max_size=3)) + line[pos:]
-    return line[:pos] + "9" * draw(st.integers(1, 30)) + line[pos:]
-
-
-_near_miss_text = st.lists(_near_miss_line(), max_size=30).map("\n".join)
+_near_miss_text = st.lists(
+    near_miss([line for path in CASES for line in path.read_text().split("\n")]),
+    max_size=30).map("\n".join)
 _FUZZ = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
 
 

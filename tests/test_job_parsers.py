@@ -43,6 +43,7 @@ from auditor.parse.hosts_file import parse_hosts_file, short_name
 from auditor.parse.jobcomp import JobsResult, parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.maintenance import check_target, parse_maintenance
 from auditor.parse.sacct import parse_sacct
+from tests.strategies import NEAR_MISS, near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JobParser = Callable[..., JobsResult]
@@ -643,26 +644,10 @@ def test_maintenance_empty_header_only_bom_and_tz() -> None:
 # --- fuzzing ----------------------------------------------------------------------------------
 
 _ALL_FIXTURES = [*JOB_CASES, *HOSTS_CASES, *MAINTENANCE_CASES]
-_FIXTURE_LINES = sorted({line for p in _ALL_FIXTURES for line in p.read_text().split("\n")})
-
-
-@st.composite
-def _near_miss_line(draw: st.DrawFn) -> str:
-    line = draw(st.sampled_from(_FIXTURE_LINES))
-    action = draw(st.sampled_from(["keep", "cut", "insert", "digits", "swap"]))
-    if action == "keep" or not line:
-        return line
-    pos = draw(st.integers(0, len(line)))
-    if action == "cut":
-        return line[:pos]
-    if action == "insert":
-        return line[:pos] + draw(st.text(alphabet="|[]-,:=\"'%# 0", max_size=3)) + line[pos:]
-    if action == "digits":
-        return line[:pos] + "9" * draw(st.integers(1, 30)) + line[pos:]
-    return line[pos:] + line[:pos]
-
-
-_near_miss_text = st.lists(_near_miss_line(), max_size=20).map("\n".join)
+_near_miss_text = st.lists(
+    near_miss([line for p in _ALL_FIXTURES for line in p.read_text().split("\n")],
+              actions=(*NEAR_MISS, "swap"), noise=st.text(alphabet="|[]-,:=\"'%# 0", max_size=3)),
+    max_size=20).map("\n".join)
 _FUZZ_PARSERS: dict[str, Callable[[str], object]] = {
     **JOB_PARSERS,
     "hosts_file": parse_hosts_file,

@@ -28,6 +28,7 @@ from auditor.parse.joblog import (
     ipoib_link_local_to_guid,
     parse_joblog,
 )
+from tests.strategies import near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures" / "joblog"
 SAMPLES = Path("/work/shared/reference/jobs/nccl-samples.txt")
@@ -500,29 +501,14 @@ def test_ipoib_peer_of_a_fixture_maps_to_the_readme_guid() -> None:
 # ---------------------------------------------------------------------------------------------
 # Fuzz: never raise, every line accounted for
 
-_FIXTURE_LINES = [line for p in CASES for _, line in numbered(p.read_text(encoding="utf-8"))]
-
-
-@st.composite
-def mangled_lines(draw: st.DrawFn) -> str:
-    line = draw(st.sampled_from(_FIXTURE_LINES)).rstrip("\n")
-    cut = draw(st.integers(0, len(line)))
-    noise = draw(st.text(max_size=12))
-    how = draw(st.sampled_from(["cut", "insert", "replace", "raw", "same"]))
-    if how == "cut":
-        return line[:cut]
-    if how == "insert":
-        return line[:cut] + noise + line[cut:]
-    if how == "replace":
-        return line[:cut] + noise + line[cut + len(noise):]
-    if how == "same":
-        return line
-    return noise
+_MANGLED = near_miss(
+    [line.rstrip("\n") for p in CASES for _, line in numbered(p.read_text(encoding="utf-8"))],
+    actions=("cut", "insert", "replace", "raw", "keep"), noise=st.text(max_size=12))
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    lines=st.lists(st.one_of(mangled_lines(), st.text(max_size=200)), max_size=16),
+    lines=st.lists(st.one_of(_MANGLED, st.text(max_size=200)), max_size=16),
     year=st.one_of(st.none(), st.integers(1, 9999)),
     newline=st.booleans(),
     tz=st.sampled_from(["UTC", "America/Los_Angeles", "Pacific/Kiritimati", "Etc/GMT+12"]),

@@ -32,6 +32,7 @@ from auditor.parse.syslog import (
     recognise_message,
 )
 from auditor.parse.ufm_events import parse_ufm_events
+from tests.strategies import near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = Path("/work/shared/reference/switch/syslog-samples.txt")
@@ -424,25 +425,9 @@ def test_every_port_event_line_of_the_research_samples_is_understood() -> None:
 # ---------------------------------------------------------------------------------------------
 # Fuzz: never raise, every line accounted for
 
-_FIXTURE_LINES = [line for p in LOG_FIXTURES for _, line in numbered(read(p))]
-
-
-@st.composite
-def mangled_lines(draw: st.DrawFn) -> str:
-    line = draw(st.sampled_from(_FIXTURE_LINES)).rstrip("\n")
-    cut = draw(st.integers(0, len(line)))
-    noise = draw(st.text(max_size=12))
-    how = draw(st.sampled_from(["cut", "insert", "replace", "raw"]))
-    if how == "cut":
-        return line[:cut]
-    if how == "insert":
-        return line[:cut] + noise + line[cut:]
-    if how == "replace":
-        return line[:cut] + noise + line[cut + len(noise) :]
-    return noise
-
-
-_ANY_LINE = st.one_of(mangled_lines(), st.text(max_size=200))
+_MANGLED = near_miss([line.rstrip("\n") for p in LOG_FIXTURES for _, line in numbered(read(p))],
+                     actions=("cut", "insert", "replace", "raw"), noise=st.text(max_size=12))
+_ANY_LINE = st.one_of(_MANGLED, st.text(max_size=200))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

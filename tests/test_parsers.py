@@ -28,6 +28,7 @@ from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
 from auditor.parse.nodedesc import NodeName, describe, parse_node_name_map
 from auditor.parse.perfquery import parse_perfquery
+from tests.strategies import near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -315,24 +316,9 @@ def test_line_form_single_down_switch_port_is_a_switch() -> None:
 
 # --- fuzzing --------------------------------------------------------------------------------
 
-_FIXTURE_LINES = sorted({line for path in FIXTURE_FILES for line in path.read_text().split("\n")})
-
-
-@st.composite
-def _near_miss_line(draw: st.DrawFn) -> str:
-    line = draw(st.sampled_from(_FIXTURE_LINES))
-    action = draw(st.sampled_from(["keep", "cut", "insert", "digits"]))
-    if action == "keep" or not line:
-        return line
-    pos = draw(st.integers(0, len(line)))
-    if action == "cut":
-        return line[:pos]
-    if action == "insert":
-        return line[:pos] + draw(st.text(max_size=3)) + line[pos:]
-    return line[:pos] + "9" * draw(st.integers(1, 30)) + line[pos:]
-
-
-_near_miss_text = st.lists(_near_miss_line(), max_size=30).map("\n".join)
+_near_miss_text = st.lists(
+    near_miss([line for path in FIXTURE_FILES for line in path.read_text().split("\n")]),
+    max_size=30).map("\n".join)
 
 
 @pytest.mark.parametrize("kind", sorted(PARSERS))
