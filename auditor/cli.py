@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -692,6 +693,13 @@ def simulate(
 
 
 def main() -> None:
+    # A command makes hundreds of thousands of small objects (a 4,096-host fabric, its jobs
+    # and events) and almost no reference cycles, yet CPython's default collector thresholds
+    # had `suspects --since 24h` spend 0.2 s of its 0.95 s collecting. What the imports made
+    # is moved out of the collector's sight, and it runs less often (measured: 24h 0.93 ->
+    # 0.73 s, 30d 2.8 -> 2.15 s, the same peak memory).
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     try:
         app()
     except AuditorError as exc:

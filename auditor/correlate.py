@@ -294,7 +294,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         elif f.down_at >= since or f.up_at is None or f.up_at >= since:
             lev.flaps.append(f)
     _counter_evidence(store.counter_deltas(since, until), peers, links)
-    previous = store.fabric(times[1]) if len(times) > 1 else None
+    # Of the snapshot before, only its links count (a second whole fabric cost 0.15 s).
+    previous = store.fabric_links(times[1]) if len(times) > 1 else None
     for d in degraded_links(fabric, previous):
         link = link_of([(d.ends[0].guid, d.ends[0].port), (d.ends[1].guid, d.ends[1].port)])
         links.setdefault(link, LinkEvidence(link)).degraded = (

@@ -49,7 +49,7 @@ def down_ports(store: Store, fabric: Fabric) -> list[dict[str, Any]]:
 def topology(store: Store, at: datetime) -> dict[str, Any]:
     """Summary of the fabric at `at`: counts, down ports, degraded links and changes."""
     fabric, previous = snapshots(store, at)
-    degraded = degraded_links(fabric, previous)
+    degraded = degraded_links(fabric, previous.links if previous else None)
     down = down_ports(store, fabric)
     diff = changes(fabric, previous)
     return {
@@ -90,7 +90,7 @@ def links(store: Store, at: datetime, degraded_only: bool = False,
     rows: list[dict[str, Any]] = []
     if degraded_only or not down_only:
         bad = {(d.ends[0].guid, d.ends[0].port, d.ends[1].guid, d.ends[1].port): d
-               for d in degraded_links(fabric, previous)}
+               for d in degraded_links(fabric, previous.links if previous else None)}
         for lk in fabric.links:
             a, b = ends_of(fabric, lk)
             d = bad.get((a.guid, a.port, b.guid, b.port))

@@ -6,6 +6,7 @@ Pure functions over `Fabric` values; the store supplies the snapshots.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from auditor.graph import LinkKey, link_key
@@ -70,42 +71,47 @@ def _tier(fabric: Fabric, link: Link) -> str:
     return "switch"
 
 
-def degraded_links(fabric: Fabric, previous: Fabric | None = None) -> list[Degraded]:
+def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> list[Degraded]:
     """Links running narrower or slower than they could: than the port's "Could be" hint, than
-    the same link in the previous snapshot, or than most links of their tier (host or switch)."""
+    the same link in the previous snapshot (its links), or than most links of their tier (host
+    or switch). Asked on every `suspects`, so it does little per link: the usual case is that
+    every candidate equals the link's own width and speed."""
     usual: dict[str, tuple[str | None, str | None]] = {}
-    tiers = {link_key(lk): _tier(fabric, lk) for lk in fabric.links}
+    tiers = [_tier(fabric, lk) for lk in fabric.links]
     for tier in ("host", "switch"):
-        links = [lk for lk in fabric.links if tiers[link_key(lk)] == tier]
+        links = [lk for lk, t in zip(fabric.links, tiers, strict=True) if t == tier]
         widths = Counter(lk.width for lk in links if lk.width)
         speeds = Counter(lk.speed for lk in links if lk.speed)
         usual[tier] = (
             widths.most_common(1)[0][0] if widths else None,
             speeds.most_common(1)[0][0] if speeds else None,
         )
-    before = {link_key(lk): lk for lk in previous.links} if previous else {}
+    before = {link_key(lk): lk for lk in previous} if previous else {}
+    # Only ports with a "Could be" hint add a candidate of their own.
+    hints: dict[tuple[str, int], list[tuple[str | None, str | None, str]]] = {}
+    for key, p in fabric.ports.items():
+        # ibsim advertises 12X on every port, so every 4X link there says "Could be 12X";
+        # no HDR/NDR/XDR switch or HCA has 12X ports, so that hint is noise, not capability.
+        if p.could_be_width and p.could_be_width != "12X":
+            hints.setdefault(key, []).append((p.could_be_width, None, "port could train wider"))
+        if p.could_be_speed:
+            hints.setdefault(key, []).append((None, p.could_be_speed, "port could train faster"))
     found = []
-    for lk in fabric.links:
-        candidates: list[tuple[str | None, str | None, str]] = []
-        for guid, port in ((lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)):
-            p = fabric.ports.get((guid, port))
-            if p is None:
-                continue
-            # ibsim advertises 12X on every port, so every 4X link there says "Could be 12X";
-            # no HDR/NDR/XDR switch or HCA has 12X ports, so that hint is noise, not capability.
-            if p.could_be_width and p.could_be_width != "12X":
-                candidates.append((p.could_be_width, None, "port could train wider"))
-            if p.could_be_speed:
-                candidates.append((None, p.could_be_speed, "port could train faster"))
+    for lk, tier in zip(fabric.links, tiers, strict=True):
+        candidates = [*hints.get((lk.a_guid, lk.a_port), ()),
+                      *hints.get((lk.b_guid, lk.b_port), ())]
         old = before.get(link_key(lk))
-        if old is not None:
+        if old is not None and (old.width, old.speed) != (lk.width, lk.speed):
             candidates.append((old.width, old.speed, "slower or narrower than last snapshot"))
-        tier = tiers[link_key(lk)]
         width, speed = usual[tier]
-        candidates.append((width, speed, f"below most {tier} links"))
+        if (width, speed) != (lk.width, lk.speed):
+            candidates.append((width, speed, f"below most {tier} links"))
+        if not candidates:
+            continue
+        own_width, own_speed = _rank(lk.width, WIDTHS), _rank(lk.speed, SPEEDS)
         for cand_width, cand_speed, why in candidates:
-            narrower = _rank(cand_width, WIDTHS) > _rank(lk.width, WIDTHS) >= 0
-            slower = _rank(cand_speed, SPEEDS) > _rank(lk.speed, SPEEDS) >= 0
+            narrower = _rank(cand_width, WIDTHS) > own_width >= 0
+            slower = _rank(cand_speed, SPEEDS) > own_speed >= 0
             if narrower or slower:
                 found.append(Degraded(
                     ends_of(fabric, lk), lk.width, lk.speed,

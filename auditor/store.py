@@ -314,8 +314,12 @@ class Store:
         for row in self.run("fabric_ports", seen_at=at):
             port = Port(*row)
             fab.ports[(port.guid, port.port)] = port
-        fab.links = [Link(*row) for row in self.run("fabric_links", seen_at=at)]
+        fab.links = self.fabric_links(at)
         return fab
+
+    def fabric_links(self, seen_at: datetime) -> list[Link]:
+        """The links of the snapshot taken at `seen_at`, each once."""
+        return [Link(*row) for row in self.run("fabric_links", seen_at=utc_naive(seen_at))]
 
     # -- port events ----------------------------------------------------------------------
     def add_events(self, source_id: int, origin: str, events: Sequence[PortEvent],

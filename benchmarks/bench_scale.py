@@ -2,7 +2,8 @@
 days of history, measured.
 
 It generates the fabric and 30 days of evidence with auditor.simulate.scenario (switch syslog,
-~100,000 sacct rows, the failed jobs' NCCL logs) and writes 60 full ibqueryerrors snapshots
+~100,000 sacct rows, the failed jobs' NCCL logs, a topology snapshot a day as nightly sweeps
+leave) and writes 60 full ibqueryerrors snapshots
 (`--data` style: every port of all 12,288 links, data counters plus errors), then measures:
   (c) ingesting the 60 counter snapshots; baseline: reading the same files line by line;
   (d) ingesting the sacct rows and the job logs; baseline: the same, read line by line;
@@ -122,6 +123,15 @@ def main() -> None:
             ingest_files(store, [scen / "topology" / "ibnetdiscover.txt"],
                          at=truth.topology_at)
             figures["topology_ingest_s"] = time.perf_counter() - t
+            # A nightly sweep adds a topology snapshot a day: the ranking reads the newest and
+            # the one before, and port history spans all of them.
+            t = time.perf_counter()
+            days = int(args.days)
+            for day in range(1, days):
+                ingest_files(store, [scen / "topology" / "ibnetdiscover.txt"],
+                             at=truth.topology_at + timedelta(days=day))
+            print(f"topology: {days} daily snapshots of 12,288 links "
+                  f"({time.perf_counter() - t:.1f} s for the {days - 1} after the first)")
 
             snaps = full_snapshots(root / "full", scen / "topology" / "ibnetdiscover.txt",
                                    60, timedelta(days=args.days) / 60)
