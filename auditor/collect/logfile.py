@@ -167,7 +167,7 @@ def _run(argv: list[str], path: Path) -> bytes:
     else:
         out = subprocess.run([*argv, str(path)], capture_output=True,  # noqa: S603
                              env=_C_LOCALE, check=False)
-    # grep: 0 = lines selected, 1 = none, 2 = trouble
+    # grep and rg: 0 = lines selected, 1 = none, 2 = trouble
     if out.returncode > 1:
         raise AuditorError(f"{path}: cannot scan: {out.stderr.decode(errors='replace')[:200]}")
     return out.stdout
@@ -184,7 +184,7 @@ def _stream(argv: list[str], path: Path) -> Iterator[bytes]:
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, env=_C_LOCALE)
         if gz.stdout:
-            gz.stdout.close()  # grep holds the read end now
+            gz.stdout.close()  # the scanner holds the read end now
     else:
         proc = subprocess.Popen([*argv, str(path)], stdout=subprocess.PIPE,  # noqa: S603
                                 stderr=subprocess.PIPE, env=_C_LOCALE)
@@ -192,7 +192,7 @@ def _stream(argv: list[str], path: Path) -> Iterator[bytes]:
         assert proc.stdout is not None  # noqa: S101 - we asked for a pipe
         yield from proc.stdout
         err = proc.stderr.read() if proc.stderr else b""
-        if proc.wait() > 1:  # grep: 0 = lines selected, 1 = none, 2 = trouble
+        if proc.wait() > 1:  # grep and rg: 0 = lines selected, 1 = none, 2 = trouble
             raise AuditorError(f"{path}: cannot scan: {err.decode(errors='replace')[:200]}")
     finally:
         if proc.poll() is None:
@@ -250,7 +250,7 @@ def _scan_with_tool(tool: Tool, path: Path, prefilter: str, envelope: str | None
     key = _key(prefilter)
 
     def candidates() -> Iterator[tuple[int, str]]:
-        # Streamed: the caller parses the first candidates while grep still reads the file.
+        # Streamed: the caller parses the first candidates while the scanner still reads the file.
         for raw in _stream(_argv(tool, prefilter, "match"), path):
             key.update(raw)
             number, _, text = raw.rstrip(b"\n").partition(b":")
