@@ -129,8 +129,10 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
     pm = PortMap(store.fabric(times[0]) if times else None, opts.aliases)
     prepared = []
     for path in paths:
-        head = read_head(path).decode("utf-8", "replace")
-        file_kind = detect_log_kind(head, path) if kind == "auto" else kind
+        # scan() checks that the file is readable text; the head is read here only to tell
+        # the kind.
+        file_kind = kind if kind != "auto" else \
+            detect_log_kind(read_head(path).decode("utf-8", "replace"), path)
         prefilter = "|".join([_PREFILTERS[file_kind], *(p.pattern for p in opts.extra)])
         found = scan(path, prefilter, _ENVELOPES[file_kind])
         try:

@@ -39,8 +39,7 @@ from auditor.parse.sysfs_ib import SYSFS_COMMAND
 from auditor.portmap import PortMap
 from auditor.store import Store
 from auditor.switchside import DeviceOutcome
-from tests.conftest import need
-from tests.sshd import Sshd, sshd_missing, start_sshd
+from tests.sshd import Sshd
 
 GPU05 = "0x0c42a10300000500"  # "gpu-node-05 mlx5_0", cabled to leaf02 port 1 in the demo
 GPU07 = "0x0c42a10300000700"  # "gpu-node-07 mlx5_0"
@@ -49,14 +48,6 @@ T1 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)  # after the demo's last sweep (02
 T2 = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
 PW_ENV = "AUDITOR_TEST_HOSTS_PASSWORD"
 PW = "s3cret-Hosts-Pa55word"
-
-
-@pytest.fixture
-def sshd(tmp_path: Path):
-    need(sshd_missing())
-    server = start_sshd(tmp_path / "sshd")
-    yield server
-    server.stop()
 
 
 def write_tree(root: Path, hcas: dict[str, tuple[str, int]]) -> None:

@@ -11,19 +11,10 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.simulate.ibsim import FatTree, IbSim, expected_links, write_net_file
-from tests.conftest import need
-from tests.sshd import Sshd, sshd_missing, start_sshd
+from tests.sshd import Sshd
 
 pytestmark = [pytest.mark.ssh, pytest.mark.ibsim, pytest.mark.usefixtures("need_ibsim")]
 TREE = FatTree(spines=2, leaves=3, hosts_per_leaf=2)
-
-
-@pytest.fixture
-def sshd(tmp_path: Path):
-    need(sshd_missing())
-    server = start_sshd(tmp_path / "sshd")
-    yield server
-    server.stop()
 
 
 def write_config(path: Path, server: Sshd, known: Path, env: dict[str, str], work: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -23,6 +24,20 @@ import paramiko
 BANNER = "\r\nNVIDIA Onyx Switch Management\r\n\r\n"
 _SILENT = frozenset({"", "no cli session paging enable", "terminal length 999",
                      "terminal width 511", "terminal length 0"})
+
+
+def _accept_until(sock: socket.socket, stop: threading.Event,
+                  take: Callable[[socket.socket], object]) -> None:
+    """Hand every connection to `take` until `stop` is set or the socket is closed (the
+    socket has a short timeout, so `stop` is seen)."""
+    while not stop.is_set():
+        try:
+            conn, _ = sock.accept()
+        except TimeoutError:
+            continue
+        except OSError:
+            return
+        take(conn)
 
 
 @dataclass
@@ -112,14 +127,8 @@ class FakeOnyx:
         self.stop()
 
     def _accept_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+        _accept_until(self._sock, self._stop, lambda conn: threading.Thread(
+            target=self._serve, args=(conn,), daemon=True).start())
 
     def _serve(self, conn: socket.socket) -> None:
         transport = paramiko.Transport(conn)
@@ -206,14 +215,7 @@ class SilentListener:
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self._held.append(conn)
+        _accept_until(self._sock, self._stop, self._held.append)
 
     def __enter__(self) -> SilentListener:
         self._thread.start()
