@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from auditor.errors import ConfigError
+from auditor.nccl import version_key
 
 DEFAULT_DB = "auditor.duckdb"
 
@@ -129,6 +130,8 @@ class RankingSettings:
     link_error_recovery_per_hour: float = 300.0
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
+    nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
+    nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT when jobs set it; 0 = NCCL's default
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,13 +212,17 @@ _KNOWN = {
     "snmp": {"concurrency"},
     "logs": {"year", "tz", "patterns", "paths"},
     "ranking": {"before_minutes", "after_minutes", "gpus_per_node", "symbol_errors_per_hour",
-                "link_error_recovery_per_hour", "common_mode_min_ports", "common_mode_fraction"},
+                "link_error_recovery_per_hour", "common_mode_min_ports", "common_mode_fraction",
+                "nccl_version", "nccl_ib_timeout"},
     "store": {"db", "captures"},
     "topology": {"node_name_map"},
     "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
               "remote_dir", "sacct", "sacct_since",
               "ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args"},
 }
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
 def load(config_path: Path | None, db: Path | None) -> Settings:
@@ -243,6 +250,11 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     topo = data.get("topology", {})
     sw = data.get("sweep", {})
     env = _get(sw, "env", dict, "sweep") or {}
+    for key in env:
+        if not _ENV_NAME.fullmatch(key):
+            # The names go into the command line on the management host.
+            raise ConfigError(f"sweep.env: {key!r} is not an environment variable name "
+                              "(letters, digits and _, not starting with a digit)")
     if not all(isinstance(v, str) for v in env.values()):
         raise ConfigError("sweep.env: values must be strings")
     sweep = SweepSettings(
@@ -335,12 +347,22 @@ def _ranking(table: dict[str, Any]) -> RankingSettings:
     defaults = RankingSettings()
     values: dict[str, Any] = {}
     for key in RankingSettings.__dataclass_fields__:
-        kind: type | tuple[type, ...] = int if key in ("gpus_per_node",
-                                                     "common_mode_min_ports") else (int, float)
+        if key == "nccl_version":
+            version = _get(table, key, str, "ranking")
+            if version is not None and version and version_key(version) is None:
+                raise ConfigError("ranking.nccl_version: expected a version such as \"2.21.5\"")
+            if version is not None:
+                values[key] = version
+            continue
+        kind: type | tuple[type, ...] = int if key in (
+            "gpus_per_node", "common_mode_min_ports", "nccl_ib_timeout") else (int, float)
         value = _get(table, key, kind, "ranking")
         if value is None:
             continue
-        if value <= 0 or (key == "common_mode_fraction" and value > 1):
+        if key == "nccl_ib_timeout":
+            if not 0 <= value <= 31:  # a 5-bit field of the QP (IBTA 9.7.6.1.3)
+                raise ConfigError("ranking.nccl_ib_timeout: out of range (0-31)")
+        elif value <= 0 or (key == "common_mode_fraction" and value > 1):
             raise ConfigError(f"ranking.{key}: out of range")
         values[key] = value
     return RankingSettings(**{k: values.get(k, getattr(defaults, k))

@@ -27,7 +27,7 @@ from auditor.parse.joblog import JoblogResult, parse_joblog
 from auditor.parse.maintenance import parse_maintenance
 from auditor.parse.sacct import parse_sacct
 from auditor.portmap import PortMap
-from auditor.store import SourceMeta, Store
+from auditor.store import JobLogMeta, SourceMeta, Store
 
 JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory",
              "cabling")
@@ -111,6 +111,7 @@ class _JobFile:
     log: JoblogResult | None = None
     locations: list[Location] | None = None
     cables: list[Cable] | None = None
+    written_at: datetime | None = None
 
     @property
     def records(self) -> int:
@@ -151,6 +152,7 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             item.cables = parse_cabling(text)
         elif kind == "joblog":
             reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+            item.written_at = reference
             item.log = parse_joblog(list(enumerate(text.splitlines(keepends=True), 1)),
                                     tz=opts.tz, year=opts.year, reference=reference)
         else:
@@ -158,6 +160,15 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     return item
+
+
+def _log_meta(source_id: int, job: str | None, item: _JobFile) -> JobLogMeta:
+    log = item.log
+    assert log is not None  # noqa: S101 - called for job logs only
+    dated = log.dated
+    return JobLogMeta(source_id, job, frozenset(log.hosts), dated[0] if dated else None,
+                      dated[1] if dated else None, item.written_at, tuple(log.nccl_versions),
+                      log.nccl_env.get("NCCL_IB_TIMEOUT"), log.nccl_env.get("NCCL_IB_RETRY_CNT"))
 
 
 def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOptions,
@@ -170,6 +181,7 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
     # lines and issues, in one statement each rather than one per file.
     job_errors: list[tuple[int, str | None, Sequence[JobError], set[int]]] = []
     all_issues: list[tuple[int, str, int, int | None, str | None]] = []
+    job_logs: list[JobLogMeta] = []
     with store.transaction():
         stored = store.stored_digests([item.digest for item in parsed])
         for item in parsed:
@@ -196,10 +208,12 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
             if item.log is not None:
                 job_errors.append((sid, opts.job, item.log.errors,
                                    {e.line_no for e in item.log.first}))
+                job_logs.append(_log_meta(sid, opts.job, item))
             all_issues += [(sid, *i) for i in issues]
             result.records = item.records
             result.source_id = sid
             result.warnings = [f"{n} line(s): {why}" for why, n, _, _ in issues]
         store.add_job_errors(job_errors)
+        store.add_job_logs(job_logs)
         store.add_issues_of_many(all_issues)
     return results

@@ -57,6 +57,8 @@ class Topology:
     nodes: list[Node] = field(default_factory=list)
     ports: list[Port] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    # Node descriptions cut to parse._common.DESCRIPTION_MAX: (line number, the line, cut too).
+    cut: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +156,11 @@ class JobError:
     rank: int | None = None
     line_no: int = 0
     message: str = ""
+    # Where an untimed line (NCCL < 2.26 prints no stamp) lies in time, from the stamped lines
+    # around it in the same log: aware UTC bounds, either None when that side has no stamp.
+    not_before: datetime | None = None
+    not_after: datetime | None = None
+    ran_ms: int | None = None  # watchdog timeout: how long the stuck collective had run
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,23 @@ class SourceMeta:
     records: int
 
 
+@dataclass(frozen=True, slots=True)
+class JobLogMeta:
+    source_id: int
+    job_id: str | None
+    hosts: frozenset[str]
+    first_at: datetime | None
+    last_at: datetime | None
+    written_at: datetime | None
+    nccl_versions: tuple[str, ...]
+    ib_timeout: int | None
+    ib_retry_cnt: int | None
+
+
+def _naive_or_none(moment: datetime | None) -> datetime | None:
+    return None if moment is None else utc_naive(moment)
+
+
 def utc_naive(moment: datetime) -> datetime:
     """The store's time form: UTC without tzinfo."""
     if moment.tzinfo is None:
@@ -444,10 +461,32 @@ class Store:
                  status=[r[2].status for r in rows],
                  status_name=[r[2].status_name for r in rows],
                  rank=[r[2].rank for r in rows], is_first=[r[3] for r in rows],
-                 message=[r[2].message for r in rows])
+                 message=[r[2].message for r in rows],
+                 not_before=[_naive_or_none(r[2].not_before) for r in rows],
+                 not_after=[_naive_or_none(r[2].not_after) for r in rows],
+                 ran_ms=[r[2].ran_ms for r in rows])
 
-    def job_errors(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until))
+    def add_job_logs(self, logs: Sequence[JobLogMeta]) -> None:
+        """What each job log says about its NCCL and its time span, in one statement."""
+        if not logs:
+            return
+        self.run("job_logs_insert", source_id=[m.source_id for m in logs],
+                 job_id=[m.job_id for m in logs], hosts=[sorted(m.hosts) for m in logs],
+                 first_at=[_naive_or_none(m.first_at) for m in logs],
+                 last_at=[_naive_or_none(m.last_at) for m in logs],
+                 written_at=[_naive_or_none(m.written_at) for m in logs],
+                 nccl_versions=[list(m.nccl_versions) for m in logs],
+                 ib_timeout=[m.ib_timeout for m in logs],
+                 ib_retry_cnt=[m.ib_retry_cnt for m in logs])
+
+    def job_logs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until))
+
+    def job_errors(self, since: datetime, until: datetime,
+                   sources: Sequence[int] = ()) -> list[dict[str, Any]]:
+        """Failure lines in the window, plus every line of the job logs `sources`."""
+        return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
+                              sources=list(sources))
 
     def add_host_addresses(self, source_id: int, rows: Sequence[HostAddress]) -> None:
         if rows:

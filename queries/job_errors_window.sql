@@ -1,7 +1,10 @@
--- Job-log failure lines between $since and $until (undated lines of logs ingested for a job
--- come along; the caller matches them to jobs).
-select job_id, event_at, kind, network, host, hca, hca_port, peer, status, status_name, rank,
-       is_first, line_no, message
-from job_errors
-where (event_at between $since and $until) or (event_at is null and job_id is not null)
-order by event_at nulls last, line_no;
+-- Job-log failure lines between $since and $until, and every line (dated or not) of the logs
+-- given (the caller matches logs to jobs and places untimed lines by their bounds).
+select e.source_id, e.job_id, e.event_at, e.kind, e.network, e.host, e.hca, e.hca_port, e.peer,
+       e.status, e.status_name, e.rank, e.is_first, e.line_no, e.message, e.not_before,
+       e.not_after, e.ran_ms
+from job_errors e
+where (e.event_at between $since and $until)
+   or (e.event_at is null and e.job_id is not null)
+   or list_contains($sources, e.source_id)
+order by e.event_at nulls last, e.line_no;

@@ -11,9 +11,10 @@ Kinds (`network` = the line itself points at the fabric):
 
 * `completion_error` / `flush_error` / `setup_error`: NCCL `NET/IB : Got completion ... with
   error N` (<=2.9 no peer; 2.10-2.19 `from peer <ip><port>`, ` (Send)`, GIDs on RoCE), `with
-  status=N` (2.20-2.27, `NET/IB:` from 2.22, ` hca mlx5_N` from 2.22), `status=NAME(N)` (2.28
-  `reqSize= ... req_type=`, >=2.29 `vendor_err=`), the HPC-X `ib_plugin.c` and `NET/IBP`/`NET/IBext`
-  copies, NCCL's resiliency `Got completion with error (devIndex=..., wc->status=(NAME)N`, UCX
+  status=N` (2.20-2.28.3, `NET/IB:` from 2.22, ` hca mlx5_N` from 2.22), `status=NAME(N)`
+  (2.28.7 `reqSize= ... req_type=`, >=2.29 `vendor_err=`), the HPC-X `ib_plugin.c` and
+  `NET/IBP`/`NET/IBext` copies, NCCL's resiliency (>= 2.29.7) `Got completion with error
+  (devIndex=..., wc->status=(NAME)N`, UCX
   `Transport retry count exceeded on mlx5_0:1/IB` and any `transport retry counter exceeded`
   (ibv_wc_status_str). Status 12 RETRY_EXC (link loss), 7 BAD_RESP, 19 FATAL, 20 RESP_TIMEOUT ->
   completion_error, network; 5 WR_FLUSH -> flush_error, network (fallout on a QP already in
@@ -24,9 +25,10 @@ Kinds (`network` = the line itself points at the fabric):
   "cq_poll" failure without a status text) -> `poll_error`, network.
 * `async_event`: `NET/IB : Got async event : port error` (<=2.19, no device: the HCA is taken
   only when the host's `NET/IB : Using` list has one device), `NET/IB : mlx5_3:1 Got async event :`
-  (2.20-2.22), `Got async error event:` (2.23-2.27), `Got non-fatal async event: port error(10)`
-  (>=2.28), `async fatal event[ on QP|CQ|SRQ (...)]: ...`. Network for port error, port active
-  and local catastrophic error (HCA fatal); QP/CQ/SRQ, LID/SM/P_Key/GID changes are not.
+  (2.20-2.22), `Got async error event:` (2.23-2.28.3), `Got non-fatal async event: port
+  error(10)` (>=2.28.7), `async fatal event[ on QP|CQ|SRQ (...)]: ...` (>=2.23). Network for
+  port error, port active and local catastrophic error (HCA fatal); QP/CQ/SRQ, LID/SM/P_Key/GID
+  changes are not.
   `PORT_ERR` may come from the other port of a dual-port card (open-mpi/ompi#180).
 * `remote_error`: PyTorch `NCCL error[ in: file:line], remote process exited or there was a
   network error, NCCL version ...`, `ncclRemoteError: ...`, `Last error: <text>` on the same line
@@ -80,6 +82,17 @@ year) or a syslog `Nov 30 06:28:57` envelope: years by `syslog.infer_years` from
 there is none (NCCL < 2.26) or the year is unknown. Rollovers are seen across failure lines
 only (other lines are not time-parsed).
 
+Untimed lines (NCCL before 2.26 stamps nothing; from 2.26 only WARN lines, src/debug.cc) get
+`not_before` / `not_after`: the latest stamp of a failure line before them and the earliest
+after them in the file, widened by 2 s for interleaved buffers. A watchdog timeout keeps
+`ran_ms` (`ran for N milliseconds`: the stuck collective started that long before its stamp).
+Stamps also come from `ts`-style `Nov 22 05:43:54 ` wrappers, Open MPI's ctime
+`--timestamp-output`, and behind Ray's `(RayTrainWorker pid=N) ` prefix.
+
+What the log says about its NCCL: `nccl_versions` (`NCCL version 2.21.5+cuda12.4`, a bare
+printf by rank 0 up to 2.21, an INFO line from 2.22, and PyTorch's `..., NCCL version 2.20.5`)
+and `nccl_env` (`NCCL_IB_TIMEOUT set by environment to 22.`, src/misc/param.cc, INFO only).
+
 `first` keeps, per (host, hca, peer), the first network error (earlier time when both are known,
 else line order) plus, per (host, rank, kind), the first non-network error; `first_errors`
 applies the same rule to errors gathered from several files of one job (one log per rank).
@@ -116,6 +129,15 @@ class JoblogResult:
     hosts: set[str] = field(default_factory=set)
     hca_ports: dict[tuple[str, str], int] = field(default_factory=dict)
     addresses: dict[str, str] = field(default_factory=dict)  # OOB / bootstrap address -> host
+    nccl_versions: list[str] = field(default_factory=list)  # "2.21.5", in order of appearance
+    # NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT as NCCL reports them "set by environment" (INFO only)
+    nccl_env: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dated(self) -> tuple[datetime, datetime] | None:
+        """The earliest and latest stamp of the log's failure lines, if any has one."""
+        ats = [e.at for e in self.errors if e.at is not None]
+        return (min(ats), max(ats)) if ats else None
 
 
 def first_errors(errors: Iterable[JobError]) -> list[JobError]:
@@ -401,9 +423,14 @@ def _nccl_kind(result: str | None, ev: _Evidence | None) -> tuple[str, bool]:
 # A collector's stamp at the very start: ISO 8601 / RFC 3339 (any fraction, `Z`, `+08:00`, also
 # space-separated), CRI `stdout F `, then mpirun --tag-output `[1,12]<stdout>:` and srun -l `3: `.
 _LEAD_RE = re.compile(
-    r"\s*(?:(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[T ](?P<h>\d\d):(?P<m>\d\d)"
+    # Ray prints each worker's output behind `(RayTrainWorker pid=355353) ` (NVIDIA/nccl#1212).
+    r"\s*(?:\([\w.-]+ pid=\d+(?:, ip=[\d.]+)?\) )?"
+    r"(?:(?P<Y>\d{4})-(?P<M>\d\d)-(?P<D>\d\d)[T ](?P<h>\d\d):(?P<m>\d\d)"
     r"(?::(?P<s>\d\d)(?:[.,](?P<f>\d{1,9}))?)?(?: ?(?P<z>Z|[+-]\d\d:?\d\d))?:?\s+"
     r"(?:(?:stdout|stderr) [FP] )?)?"
+    # Open MPI's --timestamp-output: ctime(3), glued to the --tag-output tag (NVIDIA/nccl#957).
+    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<cmon>[A-Z][a-z]{2}) +(?P<cd>\d{1,2}) "
+    r"(?P<ch>\d\d):(?P<cm>\d\d):(?P<cs>\d\d) (?P<cy>\d{4}) ?)?"
     r"(?:\[\d+,(?P<mpi>\d+)\]<(?:stdout|stderr)>:)?"
     r"(?:(?P<task>\d+): )?"
 )
@@ -433,6 +460,20 @@ _CTIME_RE = re.compile(
     r"(?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d) (?P<y>\d{4})\]"
 )
 _NCCL_LEVEL_RE = re.compile(r"NCCL (?:WARN|INFO|TRACE) ")
+# `ts` (moreutils) and similar wrappers: a syslog-style stamp with no host after it.
+_TS_RE = re.compile(
+    r"(?P<mon>[A-Z][a-z]{2}) +(?P<d>\d{1,2}) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)"
+    r"(?:\.(?P<f>\d{1,9}))? "
+)
+# src/init.cc VERSION_STRING "NCCL version 2.21.5+cuda12.4" (INFO); PyTorch's error text
+# repeats it ("NCCL error: ..., NCCL version 2.20.5").
+_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+# src/misc/param.cc (2.18.3-1 ... 2.30.7-1): INFO(NCCL_ENV, "%s set by environment to %lld.")
+_ENV_RE = re.compile(r"\b(NCCL_IB_TIMEOUT|NCCL_IB_RETRY_CNT) set by environment to (-?\d+)")
+_RAN_FOR_RE = re.compile(r"ran for (\d+) milliseconds")
+# Merged stdout/stderr is written by several processes with their own buffers: a line printed
+# after a stamped one may carry an instant a little before it.
+_NEIGHBOUR_SLACK = timedelta(seconds=2)
 
 
 def _micros(frac: str | None) -> int:
@@ -496,6 +537,9 @@ def _envelope(line: str) -> _Line:
                 zoned = _wall(parts, _zone(z))
             else:
                 naive = parts
+        elif lead.group("cy") and (cmon := MONTHS.get(lead.group("cmon"))) is not None:
+            naive = (int(lead.group("cy")), cmon, int(lead.group("cd")), int(lead.group("ch")),
+                     int(lead.group("cm")), int(lead.group("cs")), 0)
         mpi = lead.group("mpi")
         if mpi is not None:
             stream = f"mpi{mpi}"
@@ -513,6 +557,13 @@ def _envelope(line: str) -> _Line:
                       int(sm.group("s")), _micros(sm.group("f")))
             host = sm.group("host")
             body = body[sm.end():]
+        else:
+            ts = _TS_RE.match(body)
+            mon = MONTHS.get(ts.group("mon")) if ts else None
+            if ts is not None and mon is not None:
+                syslog = (mon, int(ts.group("d")), int(ts.group("h")), int(ts.group("m")),
+                          int(ts.group("s")), _micros(ts.group("f")))
+                body = body[ts.end():]
     text_start = 0
     tags = _TAGS_RE.search(body)
     if tags is not None:
@@ -567,7 +618,8 @@ _BLOCK_FIELD_RE = re.compile(
 _UNSHOWN_FIELDS = frozenset({"time", "host", "traceback"})  # time/host have their own fields
 _BLOCK_ENTRY_RE = re.compile(r"\[(\d+)\]:$")
 _BLOCK_TIME_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d)_(\d\d):(\d\d):(\d\d)$")
-_USING_RE = re.compile(r"NET/IB\w* ?: Using (?P<devs>.*?); OOB [\w.-]+:(?P<ip>\S+?)<\d+>")
+# The OOB part may be empty (`; OOB :`, NVIDIA/nccl#224): the device list still counts.
+_USING_RE = re.compile(r"NET/IB\w* ?: Using (?P<devs>.*?); OOB (?:[\w.-]+:(?P<ip>\S+?)<\d+>)?")
 _USING_DEV_RE = re.compile(r"\[(\d+)\]([\w.-]+):(\d+)/")
 _BOOTSTRAP_RE = re.compile(r"Bootstrap ?: Using [\w.-]+:(?P<ip>\S+?)<\d+>")
 _CHANNEL_RE = re.compile(r"via NET/IB\w*/(\d+)")
@@ -595,6 +647,7 @@ class _Draft:
     drop: str | None = None  # set: goes to unparsed with this reason instead
     stream: str = ""
     pid: str | None = None
+    ran_ms: int | None = None
 
     def take(self, ev: _Evidence) -> None:
         self.peer = ev.peer or self.peer
@@ -645,6 +698,8 @@ class _Run:
         self.block: _Block | None = None
         self.yearless: list[Stamp] = []
         self.newest: datetime | None = None
+        self.versions: list[str] = []
+        self.env: dict[str, int] = {}
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -678,6 +733,8 @@ class _Run:
             self.drafts.append(out)
 
     def _dispatch(self, line_no: int, line: str) -> Outcome:
+        if "NCCL" in line and ("version" in line or "set by environment" in line):
+            self._nccl_meta(line)
         if "NET/IB" in line:
             if "via NET/IB" in line:
                 self._channel(line)
@@ -728,6 +785,14 @@ class _Run:
             if ev is not None:
                 return self._make(line_no, line, _envelope(line), ev)
         return None
+
+    def _nccl_meta(self, line: str) -> None:
+        v = _VERSION_RE.search(line)
+        if v is not None and v.group(1) not in self.versions and len(self.versions) < 8:
+            self.versions.append(v.group(1))
+        env = _ENV_RE.search(line)
+        if env is not None:
+            self.env.setdefault(env.group(1), int(env.group(2)))
 
     # -- building errors ------------------------------------------------------------------
 
@@ -914,7 +979,11 @@ class _Run:
             kind = gpu.kind if gpu is not None else "watchdog_error"
         else:
             return None
-        return self._make(line_no, line, _envelope(line), _Evidence(kind, False))
+        d = self._make(line_no, line, _envelope(line), _Evidence(kind, False))
+        if kind == "watchdog_timeout":
+            ran = _RAN_FOR_RE.search(what)
+            d.ran_ms = int(ran.group(1)) if ran is not None else None
+        return d
 
     def _elastic(self, line_no: int, line: str) -> Outcome:
         if "failed (exitcode: " not in line:
@@ -974,7 +1043,8 @@ class _Run:
             devs.extend([None] * (i + 1 - len(devs)))
             devs[i] = (hca, int(port))
             self.result.hca_ports[(found, hca)] = int(port)
-        self.result.addresses[m.group("ip")] = found
+        if m.group("ip"):
+            self.result.addresses[m.group("ip")] = found
         if fast is not None:
             self.using_memo[(fast.group(1), fast.group(3))] = devs
         self._register(devs, found, env.pid, env.stream)
@@ -1097,21 +1167,45 @@ class _Run:
             except LINE_ERRORS:  # year= outside datetime's range
                 resolved = [None] * len(self.yearless)
         res = self.result
-        for d in self.drafts:
-            if d.drop is not None:
-                res.unparsed.append((d.line_no, d.line, d.drop))
-                continue
+        res.nccl_versions = self.versions
+        res.nccl_env = self.env
+        kept = [d for d in self.drafts if d.drop is None]
+        res.unparsed += [(d.line_no, d.line, d.drop) for d in self.drafts if d.drop is not None]
+        ats = [d.at if not isinstance(d.at, int) else resolved[d.at] for d in kept]
+        before, after = _neighbours(ats)
+        for d, at, lo, hi in zip(kept, ats, before, after, strict=True):
             if d.hca is not None and d.hca_port is None and d.host is not None:
                 # A device's port number is fixed per host: a later `Using` line still tells it.
                 d.hca_port = res.hca_ports.get((d.host, d.hca))
-            at = d.at if not isinstance(d.at, int) else resolved[d.at]
             res.errors.append(JobError(
                 at, d.kind, d.network, d.host, d.hca, d.hca_port, d.peer, d.status,
                 d.status_name, d.rank, d.line_no, d.message,
+                None if at is not None or lo is None else lo - _NEIGHBOUR_SLACK,
+                None if at is not None or hi is None else hi + _NEIGHBOUR_SLACK,
+                d.ran_ms,
             ))
         res.unparsed.sort(key=lambda u: u[0])
         res.first = first_errors(res.errors)
         return res
+
+
+def _neighbours(ats: list[datetime | None]
+                ) -> tuple[list[datetime | None], list[datetime | None]]:
+    """Per line (in file order), the latest stamp before it and the earliest after it."""
+    before: list[datetime | None] = []
+    latest: datetime | None = None
+    for at in ats:
+        before.append(latest)
+        if at is not None and (latest is None or at > latest):
+            latest = at
+    after: list[datetime | None] = [None] * len(ats)
+    earliest: datetime | None = None
+    for i in range(len(ats) - 1, -1, -1):
+        after[i] = earliest
+        at = ats[i]
+        if at is not None and (earliest is None or at < earliest):
+            earliest = at
+    return before, after
 
 
 def parse_joblog(

@@ -62,9 +62,11 @@ _NAME_RE = re.compile(_NAME, re.ASCII)
 _FIRST_NAME_RE = re.compile(rf"^{_NAME}(?P<delim>[^A-Za-z0-9_])", re.ASCII)
 # Fixed-width sacct: names padded with spaces, then a row of dashes.
 _FIXED_HEADER_RE = re.compile(rf"^ *{_NAME}(?: +{_NAME})+ *$", re.ASCII)
-# 123 | 123_4 | 123_[5-9%2] | 123+1, then an optional .step (batch, extern, 0, interactive).
+# 123 | 123_4 | 123_[5-9%2] | 123+1, then an optional .step (batch, extern, 0, interactive),
+# and for a step of a heterogeneous srun its component (`108.0+1`: slurm-23-11-10-1
+# src/common/log.c prints "+%u" after the step id).
 _JOB_ID_RE = re.compile(
-    r"^(?P<alloc>\d+(?:_\d+|_\[[^\]\s]*\]|\+\d+)?)(?:\.(?P<step>\w+))?$", re.ASCII
+    r"^(?P<alloc>\d+(?:_\d+|_\[[^\]\s]*\]|\+\d+)?)(?:\.(?P<step>\w+)(?:\+\d+)?)?$", re.ASCII
 )
 
 
