@@ -14,6 +14,7 @@ from auditor import config as config_mod
 from auditor import fabric as fabric_mod
 from auditor.errors import AuditorError
 from auditor.render import FORMATS, render_rows, to_json, to_table
+from auditor.safe_text import NAME_MAX, inert
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -136,7 +137,7 @@ def ingest(
     _out(render_rows(rows, fmt, title="ingest"))
     for r in results:
         for w in r.warnings:
-            typer.echo(f"warning: {r.path}: {w}", err=True)
+            typer.echo(inert(f"warning: {r.path}: {w}", None), err=True)
 
 
 def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None,
@@ -195,13 +196,18 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
                        for m in data["moved"]], title="cables moved"))
 
 
+def _name(end: dict[str, Any]) -> str:
+    # A name from the fabric, shown short enough that the port after it stays visible.
+    return inert(end["name"], NAME_MAX)
+
+
 def _pair(ends: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"end A": f"{ends[0]['name']} port {ends[0]['port']}",
-            "end B": f"{ends[1]['name']} port {ends[1]['port']}"}
+    return {"end A": f"{_name(ends[0])} port {ends[0]['port']}",
+            "end B": f"{_name(ends[1])} port {ends[1]['port']}"}
 
 
 def _label(ends: list[dict[str, Any]]) -> str:
-    return " <-> ".join(f"{e['name']}[{e['port']}]" for e in ends)
+    return " <-> ".join(f"{_name(e)}[{e['port']}]" for e in ends)
 
 
 @app.command()
@@ -341,7 +347,7 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
 
 
 def _end_label(end: dict[str, Any]) -> str:
-    return f"{end['name']}[{end['port']}]"
+    return f"{_name(end)}[{end['port']}]"
 
 
 @app.command()
@@ -395,7 +401,7 @@ def suspects(
 
 
 def _label_end(end: dict[str, Any]) -> str:
-    return f"{end['name']} {end['label']}".strip()
+    return f"{_name(end)} {end['label']}".strip()
 
 
 @app.command()
@@ -671,6 +677,40 @@ def simulate(
     leaves: Annotated[int, typer.Option("--leaves")] = 16,
     hosts: Annotated[int, typer.Option("--hosts", help="hosts per leaf")] = 8,
     days: Annotated[float, typer.Option("--days")] = 1.0,
+    realistic: Annotated[bool, typer.Option(
+        "--realistic", help="job evidence as large clusters write it (the REALISTIC preset: "
+        "8 rails, mixed NCCL releases and timeouts, 30 % at NCCL_DEBUG=WARN, no NCCL stamps, "
+        "launcher prefixes, sacct steps, one lost switch log); the options below still win")
+    ] = False,
+    rails: Annotated[int | None, typer.Option(
+        "--rails", help="HCAs per host, rail-optimised (leaves must be a multiple)")] = None,
+    nccl_versions: Annotated[str | None, typer.Option(
+        "--nccl-versions", help="NCCL releases jobs draw from, comma-separated "
+        "(default 2.28.7)")] = None,
+    ib_timeouts: Annotated[str | None, typer.Option(
+        "--ib-timeouts", help="NCCL_IB_TIMEOUT values jobs draw from, comma-separated; "
+        "`default` = the release's own, not set (default 18)")] = None,
+    info_share: Annotated[float | None, typer.Option(
+        "--info-share", help="share of jobs at NCCL_DEBUG=INFO, the rest at WARN "
+        "(default 1)")] = None,
+    nccl_stamps: Annotated[bool | None, typer.Option(
+        "--nccl-stamps/--no-nccl-stamps",
+        help="NCCL >= 2.26 stamps its WARN lines (default yes)")] = None,
+    channel_lines: Annotated[bool | None, typer.Option(
+        "--channel-lines/--no-channel-lines",
+        help="INFO logs list every GPU's Using and Channel lines (default: NCCL < 2.22 "
+        "only)")] = None,
+    launcher_prefixes: Annotated[bool | None, typer.Option(
+        "--launcher-prefixes/--no-launcher-prefixes",
+        help="each job log gets one launcher's prefixes: srun -l, torchrun --tee, ts, CRI "
+        "(default no)")] = None,
+    sacct_steps: Annotated[bool | None, typer.Option(
+        "--sacct-steps/--no-sacct-steps",
+        help="sacct without -X: step lines, a few array tasks, one het job (default no)")
+    ] = None,
+    lost_switch_logs: Annotated[int | None, typer.Option(
+        "--lost-switch-logs", help="switches left out of logs/switches.log (default 0)")
+    ] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -679,12 +719,37 @@ def simulate(
     Example:
 
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
-    """
-    from auditor.simulate.scenario import generate
 
+        auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
+    """
+    from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
+
+    options: ScenarioOptions = {**REALISTIC} if realistic else {}
     try:
+        if rails is not None:
+            options["hcas_per_host"] = rails
+        if nccl_versions is not None:
+            options["nccl_versions"] = tuple(v.strip() for v in nccl_versions.split(","))
+        if ib_timeouts is not None:
+            words = [v.strip() for v in ib_timeouts.split(",")]
+            if not all(v.lower() in ("default", "none") or v.isdigit() for v in words):
+                raise ValueError(f"--ib-timeouts {ib_timeouts!r}: numbers or `default`")
+            options["ib_timeouts"] = tuple(
+                None if v.lower() in ("default", "none") else int(v) for v in words)
+        if info_share is not None:
+            options["info_share"] = info_share
+        if nccl_stamps is not None:
+            options["nccl_stamps"] = nccl_stamps
+        if channel_lines is not None:
+            options["channel_lines"] = channel_lines
+        if launcher_prefixes is not None:
+            options["launcher_prefixes"] = launcher_prefixes
+        if sacct_steps is not None:
+            options["sacct_steps"] = sacct_steps
+        if lost_switch_logs is not None:
+            options["lost_switch_logs"] = lost_switch_logs
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
-                         days=days)
+                         days=days, **options)
     except ValueError as exc:
         raise AuditorError(f"simulate: {exc}") from None
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
@@ -703,5 +768,5 @@ def main() -> None:
     try:
         app()
     except AuditorError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(inert(f"error: {exc}", None), err=True)
         sys.exit(exc.exit_code)

@@ -6,15 +6,29 @@ Everything here gathers evidence per link (and per switch or host for common-mod
 - Common mode: many ports of one switch (or every HCA link of one host) going down within
   seconds is one event on that node (a reboot, a power loss), not N cable faults.
 - Maintenance: flaps of a declared target inside its window are kept but not held against it.
-- A failed job is network-caused when a flap that lasted long enough to kill NCCL lies on its
-  footprint shortly before it died, or when its NCCL errors name failing (host, peer) pairs.
-  Pairs vote for the links on their paths (as in 007); in a storm the link that failed first
-  takes the job, not the loudest one. A job whose logs show only GPU errors or OOM is blamed on
-  nothing in the network.
+- A failed job is network-caused when a flap that lasted at least the job's own NCCL death time
+  (`auditor.nccl`: from the NCCL version and NCCL_IB_TIMEOUT its log shows, else the site's
+  default, else the bounds of the versions in use) lies on its footprint and began one death
+  time before the job's first network error, or when its NCCL errors name failing (host, peer)
+  pairs. Pairs vote for the links on their paths (as in 007); in a storm the link that failed
+  first takes the job, not the loudest one. A job whose logs show only GPU errors or OOM is
+  blamed on nothing in the network.
+- Time of the first error: its own stamp; for untimed NCCL lines the interval between the
+  stamped lines around it; else the watchdog's stamp less the time the stuck collective ran;
+  else the job's sacct Start and End. The interval is kept and used, never a guessed stamp.
+- Rails: an error that names its HCA (or whose rank's `NET/IB : Using` list does) puts that
+  rail on trial: that HCA's cable, the same rail on the job's other hosts and that rail's leaf
+  uplinks, never the host's other rails. A port-error async event of an HCA votes for its cable.
+- A link-down only LinkDownedCounter saw (no log, e.g. the switch's syslog is lost) joins a job
+  whose NCCL named that HCA between the two counter readings: it is the flap that killed it.
+- Logs ingested without a job id are matched to the job that ran on the hosts they name at the
+  time they show (or, undated, when the file was written), so their GPU causes and untimed lines
+  count as if `--job` had been given.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -28,16 +42,25 @@ from auditor.errors import AuditorError
 from auditor.flaps import Flap, PortKey, flaps
 from auditor.health import degraded_links
 from auditor.models import Fabric, NodeType
+from auditor.nccl import DeathTime, job_death
 from auditor.parse.joblog import ipoib_link_local_to_guid
 from auditor.portmap import port_number
 from auditor.store import Store
 
 LinkKey = tuple[PortKey, ...]  # one or two ends, sorted
 
-# NCCL's default IB timeout (4.096 us * 2^20 per attempt, 7 retries) gives about 7 s before a
-# QP errors out with IBV_WC_RETRY_EXC_ERR; Databricks measured the same: a port down longer
-# than that kills the jobs across it, shorter flaps are absorbed.
-NCCL_DEATH_S = 7.0
+# The shortest flap that counts as "long" in the evidence and the ranking: NCCL 2.14-2.22's
+# default death time (IB timeout 18, retry count 7: 8 x 4.096 us x 2^18 = 8.6 s). Whether a flap
+# killed a given job is decided with that job's own death time (auditor.nccl).
+NCCL_DEATH_S = 8.6
+# How long a log's write time (mtime) may trail its job's end and still name it.
+LOG_WRITE_SLACK = timedelta(minutes=10)
+# A watchdog timeout: the stuck collective started `ran_ms` before its stamp; the fault lies a
+# little before (the last collective that completed) or just after that start.
+WATCHDOG_BEFORE = timedelta(seconds=60)
+WATCHDOG_AFTER = timedelta(seconds=10)
+# A flap measured on second-resolution stamps may read a little short of its true length.
+DURATION_TOLERANCE_S = 0.5
 NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}
 # A switch reboot takes all its ports down within a second or two; give clock skew room.
 COMMON_MODE_WINDOW = timedelta(seconds=30)
@@ -52,6 +75,8 @@ class Settings:
     link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
+    nccl_version: str = ""  # the site's NCCL when a job's log does not say
+    nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT (0: NCCL's default)
 
 
 @dataclass(slots=True)
@@ -68,6 +93,7 @@ class LinkEvidence:
     votes: float = 0.0
     voters: set[str] = field(default_factory=set)
     degraded: str = ""  # "running at 1X HDR, could be 4X HDR" from the newest snapshot
+    port_errors: set[str] = field(default_factory=set)  # jobs whose HCA saw this port go down
 
 
 @dataclass(slots=True)
@@ -104,7 +130,8 @@ def settings_from(r: Any) -> Settings:
                     symbol_errors_per_hour=r.symbol_errors_per_hour,
                     link_error_recovery_per_hour=r.link_error_recovery_per_hour,
                     common_mode_min_ports=r.common_mode_min_ports,
-                    common_mode_fraction=r.common_mode_fraction)
+                    common_mode_fraction=r.common_mode_fraction,
+                    nccl_version=r.nccl_version, nccl_ib_timeout=r.nccl_ib_timeout)
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -244,20 +271,85 @@ class _HostResolver:
         return self.host(via) if via and via.lower() != key else None
 
 
-def _footprint(g: nx.MultiGraph, hosts: list[str], hca_of: dict[str, list[str]]
-               ) -> set[LinkKey]:
-    guids = [guid for h in hosts for guid in hca_of.get(h, [])]
+def _link_keys(keys: list[tuple[str, int, str, int]]) -> list[LinkKey]:
+    return [link_of([(k[0], k[1]), (k[2], k[3])]) for k in keys]
+
+
+def _footprint(g: nx.MultiGraph, guids: list[str]) -> set[LinkKey]:
+    """The HCA cables of `guids` and, when they hang off several leaves, those leaves' uplinks."""
     links: set[LinkKey] = set()
     leaves: set[str] = set()
     for guid in guids:
-        for k in graph.node_links(g, guid):
-            links.add(link_of([(k[0], k[1]), (k[2], k[3])]))
+        links.update(_link_keys(graph.node_links(g, guid)))
         leaves.update(graph.leaf_of(g, guid))
     if len(leaves) > 1:
         for leaf in leaves:
-            for k in graph.uplinks(g, leaf):
-                links.add(link_of([(k[0], k[1]), (k[2], k[3])]))
+            links.update(_link_keys(graph.uplinks(g, leaf)))
     return links
+
+
+@dataclass(slots=True)
+class _JobView:
+    """What the correlation knows of one failed job's log evidence."""
+
+    errors: list[dict[str, Any]]
+    versions: list[str]
+    env: dict[str, int]
+
+
+class _Hcas:
+    """HCA node GUIDs by host, and by (host, device) for the rail an error names."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self.of: dict[str, list[str]] = defaultdict(list)
+        self.by_device: dict[tuple[str, str], str] = {}
+        for n in fabric.nodes.values():
+            if n.node_type == NodeType.HCA:
+                self.of[n.name].append(n.guid)
+                if n.device:
+                    self.by_device[(n.name, n.device)] = n.guid
+
+    def rail(self, hosts: list[str], devices: set[str]) -> list[str]:
+        return [g for h in hosts for d in devices if (g := self.by_device.get((h, d)))]
+
+    def named(self, host: str, device: str | None) -> list[str]:
+        """The HCA an error names, or every HCA of the host when it names none."""
+        guid = self.by_device.get((host, device)) if device else None
+        return [guid] if guid else self.of.get(host, [])
+
+
+def _interval(e: dict[str, Any], start: datetime, end: datetime) -> tuple[datetime, datetime, str]:
+    if e["event_at"] is not None:
+        return e["event_at"], e["event_at"], "stamp"
+    lo, hi = e["not_before"], e["not_after"]
+    how = "stamped lines around it" if lo is not None or hi is not None else "sacct"
+    return (lo if lo is not None else start), (hi if hi is not None else end), how
+
+
+def _fault_window(view: _JobView, death: DeathTime, start: datetime, end: datetime
+                  ) -> tuple[datetime, datetime, str]:
+    """When the fault that killed the job began, as an interval, and where that comes from:
+    the first network error less the death time, else a watchdog timeout, else sacct."""
+    net = [e for e in view.errors if e["network"]]
+    lo_d, hi_d = timedelta(seconds=min(death.lo, 1e6)), timedelta(seconds=min(death.hi, 1e6))
+    if net:
+        spans = [_interval(e, start, end) for e in net]
+        # The first error lies before every error's upper bound and after the lowest lower one.
+        first_lo = min(sp[0] for sp in spans)
+        first_hi = min(sp[1] for sp in spans)
+        how = "its NCCL error's stamp" if first_lo == first_hi else (
+            "its NCCL errors' " + next(sp[2] for sp in spans if sp[1] == first_hi))
+        return max(start, first_lo - hi_d), max(start, first_hi - lo_d), how
+    hung = [e for e in view.errors if e["kind"] == "watchdog_timeout" and e["ran_ms"]
+            and e["event_at"] is not None]
+    if hung:
+        began = min(e["event_at"] - timedelta(milliseconds=e["ran_ms"]) for e in hung)
+        return max(start, began - WATCHDOG_BEFORE), began + WATCHDOG_AFTER, "the watchdog"
+    return start, max(start, end - lo_d), "sacct Start and End"
+
+
+def _fmt_t(at: datetime) -> str:
+    return at.strftime("%H:%M:%S")
 
 
 def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None = None,
@@ -304,17 +396,29 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
 
     # -- jobs ------------------------------------------------------------------------------
     resolver = _HostResolver(fabric, store.host_addresses(), aliases or {})
-    hca_of: dict[str, list[str]] = defaultdict(list)
-    for n in fabric.nodes.values():
-        if n.node_type == NodeType.HCA:
-            hca_of[n.name].append(n.guid)
-    errors = store.job_errors(look_from, until + cfg.after + timedelta(minutes=10))
+    hcas = _Hcas(fabric)
+    late_until = until + cfg.after + timedelta(minutes=10)
+    jobs = store.jobs(since, until)
+    logs = store.job_logs(look_from, late_until)
+    matched = _match_logs(logs, jobs, resolver)
+    errors = store.job_errors(look_from, late_until, sources=sorted(matched))
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
-    errors_by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    views: dict[str, _JobView] = defaultdict(lambda: _JobView([], [], {}))
+    for lg in logs:
+        job_id = lg["job_id"] or matched.get(lg["source_id"])
+        if job_id is not None:
+            view = views[job_id]
+            view.versions += [v for v in lg["nccl_versions"] if v not in view.versions]
+            for key, col in (("NCCL_IB_TIMEOUT", "ib_timeout"),
+                             ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
+                if lg[col] is not None:
+                    view.env.setdefault(key, lg[col])
+    in_use = sorted({v for lg in logs for v in lg["nccl_versions"]})
     errors_by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in errors:
-        if e["job_id"] is not None:
-            errors_by_job[e["job_id"]].append(e)
+        job_id = e["job_id"] or matched.get(e["source_id"])
+        if job_id is not None:
+            views[job_id].errors.append(e)
         elif e["event_at"] is not None and (who := resolver.host(e["host"])):
             errors_by_host[who].append(e)
     flaps_by_link: dict[LinkKey, list[Flap]] = defaultdict(list)
@@ -322,7 +426,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         if f.down_at is not None:
             flaps_by_link[link_of(f.ends)].append(f)
     failed = failed_net = failed_other = unexplained = 0
-    for job in store.jobs(since, until):
+    for job in jobs:
         if job["state"] not in NETWORK_STATES and job["state"] != "OUT_OF_MEMORY":
             continue
         if job["end_at"] is None or not since <= job["end_at"] <= until:
@@ -331,39 +435,70 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
         start, end = job["start_at"] or job["end_at"], job["end_at"]
         late = end + timedelta(minutes=10)
-        mine = errors_by_job.get(job["job_id"], []) + [
+        view = views.get(job["job_id"]) or _JobView([], [], {})
+        mine = view.errors + [
             e for h in set(hosts) for e in errors_by_host.get(h, [])
             if start <= e["event_at"] <= late]
+        view = _JobView(mine, view.versions, view.env)
         net = [e for e in mine if e["network"]]
         other = [e for e in mine if not e["network"] and e["kind"] in ("oom", "gpu_error")]
         if job["state"] == "OUT_OF_MEMORY" or (other and not net):
             failed_other += 1
             continue
-        died = min([e["event_at"] for e in net if e["event_at"]] + [end])
+        death = job_death(view.versions, view.env, site_version=cfg.nccl_version,
+                          site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use)
+        fault_lo, fault_hi, timed_by = _fault_window(view, death, start, end)
+        dated = [e["event_at"] for e in net if e["event_at"]]
+        died = min(dated) if dated else fault_hi + timedelta(seconds=min(death.lo, 1e6))
         gpus = job["gpus"] or cfg.gpus_per_node * max(1, len(job["hosts"]))
         record = {"job_id": job["job_id"], "name": job["name"], "state": job["state"],
-                  "died_at": died, "gpu_hours": gpus * (end - start).total_seconds() / 3600,
-                  "hosts": len(job["hosts"])}
-        footprint = _footprint(g, hosts, hca_of)
-        # The flap that killed it: long enough for NCCL to give up, on the footprint, in the
-        # window before death; the earliest such flap initiated the storm.
+                  "died_at": min(died, end),
+                  "gpu_hours": gpus * (end - start).total_seconds() / 3600,
+                  "hosts": len(job["hosts"]),
+                  "fault_between": (fault_lo, fault_hi), "timed_by": timed_by,
+                  "nccl_rule": death.rule}
+        # The rails its errors name (an HCA per error); none named: every rail of its hosts.
+        named = {(h, e["hca"]) for e in net if e["hca"] and (h := resolver.host(e["host"]))}
+        devices = {d for _, d in named}
+        guids = hcas.rail(hosts, devices) if devices else []
+        footprint = _footprint(g, guids or [x for h in hosts for x in hcas.of.get(h, [])])
+        named_links = {lk for h, d in named for guid in hcas.named(h, d)
+                       for lk in _link_keys(graph.node_links(g, guid))}
+        # The flap that killed it: on the footprint, long enough for this job's NCCL to give up,
+        # starting (for the job) inside the fault window; the earliest such flap started it.
+        skew = cfg.after
         suspects: list[tuple[datetime, LinkKey, Flap]] = []
         for link, f in ((lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])):
             if f.down_at is None:
                 continue
-            lasted = f.duration_s if f.duration_s is not None else (
-                (died - f.down_at).total_seconds() if f.up_at is None else None)
-            if lasted is not None and lasted < NCCL_DEATH_S:
+            if f.counted_from is not None:
+                # Only a counter saw it: it may be the killer when the job named this HCA and
+                # the counter stepped across the fault window.
+                if link in named_links and f.counted_from <= fault_hi + skew \
+                        and f.down_at >= fault_lo - skew:
+                    suspects.append((max(f.counted_from, fault_lo), link, f))
                 continue
-            if died - cfg.before <= f.down_at <= died + cfg.after:
-                suspects.append((f.down_at, link, f))
-        pairs = _pair_paths(g, net, resolver, hca_of)
+            began = max(f.down_at, start)
+            if not max(fault_lo - skew, fault_hi - cfg.before) <= began <= fault_hi + skew:
+                continue
+            lasted = f.duration_s if f.up_at is not None else math.inf
+            if lasted is not None and lasted + DURATION_TOLERANCE_S < death.lo:
+                continue  # shorter than this job's NCCL waits: absorbed, however close
+            suspects.append((began, link, f))
+        pairs = _pair_paths(g, net, resolver, hcas)
+        for e in net:  # the HCA itself saw its port go down: evidence on that cable
+            if e["kind"] == "async_event" and e["hca"] and (h := resolver.host(e["host"])):
+                guid = hcas.by_device.get((h, e["hca"]))
+                for lk in _link_keys(graph.node_links(g, guid)) if guid else []:
+                    links.setdefault(lk, LinkEvidence(lk)).port_errors.add(job["job_id"])
         if suspects:
             failed_net += 1
             suspects.sort(key=lambda s: s[0])
             _, link, f = suspects[0]
             node_ev = event_of.get(id(f))
             explained = {link_of(x.ends) for x in node_ev.flaps} if node_ev else {link}
+            if f.counted_from is not None:
+                record = record | {"counted_flap": True}
             if node_ev is not None:
                 node_ev.jobs.append(record)
             elif id(f) not in maint:
@@ -390,27 +525,81 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                     unexplained, names)
 
 
-def _pair_paths(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostResolver,
-                hca_of: dict[str, list[str]]) -> list[list[LinkKey]]:
-    """The links each failing (host, peer) pair's traffic can cross. Only the first errors
-    count (within 60 s of the job's first network error): later ones are fallout of the first
-    broken QP."""
-    dated = [e for e in errors if e["peer"] and e["event_at"] is not None]
-    if not dated:
-        return []
-    first = min(e["event_at"] for e in dated)
-    pairs: set[tuple[str, str]] = set()
-    for e in dated:
-        if (e["event_at"] - first).total_seconds() > 60:
+def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
+                resolver: _HostResolver) -> dict[int, str]:
+    """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
+    host the log names, over the span of its stamps (or, with no stamp, that ended shortly
+    before the file was last written). Ambiguous or unmatched logs are left out."""
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs:
+        for h in job["hosts"]:
+            if (who := resolver.host(h)) is not None:
+                by_host[who].append(job)
+    out: dict[int, str] = {}
+    for lg in logs:
+        if lg["job_id"] is not None:
             continue
-        a, b = resolver.host(e["host"]), resolver.host(e["peer"])
-        if a and b and a != b:
-            pairs.add((min(a, b), max(a, b)))
+        hosts = {h for h in (resolver.host(x) for x in lg["hosts"]) if h}
+        if not hosts:
+            continue
+        first, last = lg["first_at"], lg["last_at"]
+        fits: list[tuple[timedelta, str]] = []
+        for job in by_host.get(min(hosts), []):
+            mine = {h for h in (resolver.host(x) for x in job["hosts"]) if h}
+            if not hosts <= mine or job["start_at"] is None:
+                continue
+            if first is not None and last is not None:
+                running = job["end_at"] is None
+                if job["start_at"] - LOG_WRITE_SLACK <= first and (
+                        running or last <= job["end_at"] + LOG_WRITE_SLACK):
+                    fits.append((timedelta(0), job["job_id"]))
+            elif lg["written_at"] is not None and job["end_at"] is not None:
+                gap = lg["written_at"] - job["end_at"]
+                if timedelta(0) - LOG_WRITE_SLACK <= gap <= LOG_WRITE_SLACK:
+                    fits.append((abs(gap), job["job_id"]))
+        fits.sort()
+        if fits and (len(fits) == 1 or fits[0][0] < fits[1][0]):
+            out[lg["source_id"]] = fits[0][1]
+    return out
+
+
+def _first_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errors that start a job's trouble: those within 60 s of its first dated network
+    error, and the first untimed error of each (host, HCA, peer); later ones are fallout of the
+    first broken QP."""
+    dated = [e for e in errors if e["event_at"] is not None]
+    first = min((e["event_at"] for e in dated), default=None)
+    keep = [e for e in dated if first is not None and (e["event_at"] - first).total_seconds() <= 60]
+    return keep + [e for e in errors if e["event_at"] is None and e["is_first"]]
+
+
+def _pair_paths(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostResolver,
+                hcas: _Hcas) -> list[list[LinkKey]]:
+    """The links each failing (host, peer) pair's traffic can cross, on the rail the error
+    names (NCCL connects HCA r of one host to HCA r of the other in a rail-optimised fabric),
+    and for a port-error async event the HCA's own cable."""
+    pairs: set[tuple[str, str | None, str]] = set()
+    own: set[tuple[str, str]] = set()
+    for e in _first_errors(errors):
+        a = resolver.host(e["host"])
+        if a is None:
+            continue
+        if e["kind"] == "async_event" and e["hca"]:
+            own.add((a, e["hca"]))
+            continue
+        b = resolver.host(e["peer"])
+        if b and a != b:
+            pairs.add((a, e["hca"], b))
     paths = []
-    for a, b in sorted(pairs):
-        path = graph.links_between(g, hca_of.get(a, []), hca_of.get(b, []))
+    for a, dev, b in sorted(pairs, key=lambda p: (p[0], p[1] or "", p[2])):
+        far = hcas.rail([b], {dev}) if dev else []
+        path = graph.links_between(g, hcas.named(a, dev), far or hcas.of.get(b, []))
         if path:
-            paths.append([link_of([(k[0], k[1]), (k[2], k[3])]) for k in path])
+            paths.append(_link_keys(path))
+    for a, dev in sorted(own):
+        guid = hcas.by_device.get((a, dev))
+        if guid:
+            paths.append(_link_keys(graph.node_links(g, guid)))
     return paths
 
 

@@ -97,6 +97,13 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
         points += 3 * len(le.jobs) + min(3.0, 0.01 * gpu_hours)
         ids = ", ".join(sorted({j["job_id"] for j in le.jobs})[:5])
         evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
+        evidence += [_job_timing(j) for j in sorted(le.jobs, key=lambda j: j["job_id"])[:3]
+                     if "fault_between" in j]
+    if le.port_errors:
+        points += 1
+        ids = ", ".join(sorted(le.port_errors)[:5])
+        evidence.append(f"the HCA reported this port down (NCCL port-error event) in "
+                        f"{len(le.port_errors)} job(s) ({ids})")
     if le.votes:
         points += 2 * le.votes
         evidence.append(f"NCCL error pairs of {len(le.voters)} job(s) point here "
@@ -149,6 +156,17 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
                    gpu_hours_lost=round(sum(j["gpu_hours"] for j in le.jobs), 1),
                    evidence=evidence, action=action,
                    first_at=min(dates) if dates else None, last_at=max(dates) if dates else None)
+
+
+def _job_timing(job: dict[str, Any]) -> str:
+    """How a job's death was placed in time, and which NCCL rule applied."""
+    lo, hi = job["fault_between"]
+    when = (f"at {lo:%H:%M:%S}" if lo == hi
+            else f"between {lo:%H:%M:%S} and {hi:%H:%M:%S}")
+    counted = "; the link-down is known only from LinkDownedCounter" if job.get(
+        "counted_flap") else ""
+    return (f"job {job['job_id']}: the fault began {when} (from {job['timed_by']}); "
+            f"{job['nccl_rule']}{counted}")
 
 
 def _where(end: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ import json
 import re
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,14 @@ from auditor.models import CounterSample, NodeType
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
 from auditor.parse.syslog import parse_syslog_lines
-from auditor.simulate.scenario import GroundTruth, Scenario, generate
+from auditor.simulate.scenario import (
+    REALISTIC,
+    GroundTruth,
+    Scenario,
+    generate,
+    ib_timeout_default,
+    nccl_death_s,
+)
 
 DEMO = Path(__file__).resolve().parent.parent / "auditor" / "demo_data" / "sweep-2026-11-30"
 SEED = 5
@@ -304,13 +312,15 @@ def test_network_failures_follow_a_long_enough_flap_on_the_footprint(
         small: tuple[Path, GroundTruth, dict[str, Any]]) -> None:
     _, truth, _ = small
     flaps = {(f.link, f.down_at): f for f in truth.flaps}
-    lo, hi = truth.scenario["nccl_timeout_s"]
     for job in truth.network_failed_jobs:
         flap = flaps[(job.culprit_link, job.flap_down_at)]
         assert flap.cause == job.culprit_cause
         effective = max(flap.down_at, job.start)
-        assert (flap.up_at - effective).total_seconds() > truth.scenario["nccl_death_s"]
-        assert lo <= (job.error_at - effective).total_seconds() <= hi
+        # The default: NCCL 2.28.7 with NCCL_IB_TIMEOUT=18 from the environment, 8.59 s.
+        assert (job.nccl_version, job.ib_timeout, job.ib_timeout_set) == ("2.28.7", 18, True)
+        assert job.death_s == pytest.approx(8.589935, abs=1e-6)
+        assert (flap.up_at - effective).total_seconds() > job.death_s
+        assert job.death_s <= (job.error_at - effective).total_seconds() <= job.death_s + 2.0
         assert job.start <= job.error_at < job.end
         a, b = job.reporters
         assert (a.host, a.peer_host) == (b.peer_host, b.host) and a.hca == b.hca
@@ -466,10 +476,323 @@ def test_multi_day_snapshots_carry_the_date(tmp_path: Path) -> None:
         ({"host_prefix": "no de"}, "host_prefix"),
         ({"switch_model": "SB7800"}, "switch_model"),
         ({"frequent_flappers": 40}, "too many faulty cables"),
-        ({"nccl_timeout_s": (30.0, 5.0)}, "nccl_timeout_s"),
+        ({"hcas_per_host": 16, "leaves": 16}, "one per GPU"),
+        ({"nccl_versions": ("2.7.8",)}, "only 2.8.0 and later"),
+        ({"nccl_versions": ("3.0.1",)}, "expected 2.MINOR.PATCH"),
+        ({"nccl_versions": ()}, "must not be empty"),
+        ({"ib_timeouts": (0,)}, "ib_timeouts"),
+        ({"ib_timeouts": (None, 32)}, "ib_timeouts"),
+        ({"info_share": 1.5}, "info_share"),
+        ({"lost_switch_logs": 13}, "lost_switch_logs"),
     ],
 )
 def test_bad_parameters_are_refused(change: dict[str, Any], message: str) -> None:
     params: dict[str, Any] = {"seed": 1, **SMALL, **change}
     with pytest.raises(ValueError, match=message):
         Scenario(**params)
+
+
+# ------------------------------------------------------------------------- job evidence options
+
+# Releases whose wording differs (NVIDIA/nccl tags, see _completion_msg); seed 5 fails jobs on
+# every one of them and with every launcher style.
+VERSIONS = ("2.9.9", "2.12.12", "2.18.3", "2.19.4", "2.20.5", "2.21.5", "2.22.3", "2.23.4",
+            "2.27.7", "2.28.3", "2.28.7", "2.29.2", "2.30.7")
+MIXED: dict[str, Any] = {
+    "spines": 4, "leaves": 8, "hosts_per_leaf": 6, "hcas_per_host": 2, "days": 2,
+    "frequent_flappers": 6, "rare_flappers": 4, "jobs_per_day": 300,
+    "nccl_versions": VERSIONS, "ib_timeouts": (None, None, 22), "info_share": 0.6,
+    "launcher_prefixes": True, "sacct_steps": True, "lost_switch_logs": 1,
+}
+_PEER = r"[\d.]+<\d+>"
+# Expected completion-error texts, written from the NCCL sources independently of the generator.
+_WORDING = [
+    ((2, 10, 0), r"NET/IB : Got completion with error 12, opcode [01], len 0, vendor err 129"),
+    ((2, 18, 0), rf"NET/IB : Got completion from peer {_PEER} with error 12, opcode [01], len 0, "
+                 r"vendor err 129"),
+    ((2, 20, 0), rf"NET/IB : Got completion from peer {_PEER} with error 12, opcode [01], len 0, "
+                 r"vendor err 129 \((Send|Recv)\)"),
+    ((2, 22, 0), rf"NET/IB : Got completion from peer {_PEER} with status=12 opcode=[01] len=0 "
+                 r"vendor err 129 \((Send|Recv)\)"),
+    ((2, 28, 7), rf"NET/IB: Got completion from peer {_PEER} with status=12 opcode=[01] len=0 "
+                 r"vendor err 129 \((Send|Recv)\) hca (mlx5_\d)"),
+    ((2, 29, 0), rf"NET/IB: Got completion from peer {_PEER} with status=IBV_WC_RETRY_EXC_ERR"
+                 r"\(12\) opcode=IBV_WC_(SEND\(0\)|RDMA_WRITE\(1\)) reqSize=\d+ vendor_err=129 "
+                 r"req_type=(Send|Recv) hca (mlx5_\d)"),
+    ((9, 0, 0), rf"NET/IB: Got completion from peer {_PEER} with status=IBV_WC_RETRY_EXC_ERR"
+                r"\(12\) opcode=IBV_WC_(SEND\(0\)|RDMA_WRITE\(1\)) vendor_err=129  hca (mlx5_\d)"),
+]
+_ASYNC = [
+    ((2, 20, 0), r"NET/IB : Got async event : port error"),
+    ((2, 23, 0), r"NET/IB : mlx5_\d:1 Got async event : port error"),
+    ((2, 28, 7), r"NET/IB : mlx5_\d:1 Got async error event: port error"),
+    ((9, 0, 0), r"NET/IB : mlx5_\d:1 Got non-fatal async event: port error\(10\)"),
+]
+# Launcher prefixes: srun --label (task padded to the widest), torchrun --tee, ts, CRI.
+_PREFIX = {
+    "srun": re.compile(r"^ *(\d+): "),
+    "torchrun": re.compile(r"^\[default(\d)\]:"),
+    "ts": re.compile(r"^[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d "),
+    "cri": re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z std(out|err) F "),
+}
+_NCCL_LINE = re.compile(r"(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] )?([\w-]+):\d+:\d+ \[(\d)\] ")
+
+
+def _version(text: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(x) for x in text.split("."))
+    return major, minor, patch
+
+
+def _rule(table: list[tuple[tuple[int, int, int], str]], version: str) -> str:
+    return next(pattern for upto, pattern in table if _version(version) < upto)
+
+
+def _strip(line: str, launcher: str) -> str:
+    m = _PREFIX[launcher].match(line) if launcher in _PREFIX else None
+    return line[m.end():] if m else line
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, GroundTruth]:
+    out = tmp_path_factory.mktemp("mixed")
+    return out, generate(out, seed=5, **MIXED)
+
+
+def test_new_options_keep_same_seed_same_bytes(tmp_path: Path) -> None:
+    options = {**MIXED, "days": 1, "nccl_stamps": False, "channel_lines": True}
+    generate(tmp_path / "a", seed=3, **options)
+    generate(tmp_path / "b", seed=3, **options)
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+def test_formatting_options_do_not_change_what_happens(tmp_path: Path) -> None:
+    base = {**SMALL, "hcas_per_host": 2, "nccl_versions": ("2.18.3", "2.29.2")}
+    plain = generate(tmp_path / "a", seed=8, **base)
+    styled = generate(tmp_path / "b", seed=8, **base, info_share=0.3, nccl_stamps=False,
+                      channel_lines=True, launcher_prefixes=True, lost_switch_logs=2)
+    assert [(f.link, f.down_at, f.up_at) for f in plain.flaps] == [
+        (f.link, f.down_at, f.up_at) for f in styled.flaps]
+    assert plain.job_states == styled.job_states
+    assert [(j.job_id, j.culprit_link, j.error_at, j.nccl_version, j.death_s)
+            for j in plain.network_failed_jobs] == [
+        (j.job_id, j.culprit_link, j.error_at, j.nccl_version, j.death_s)
+        for j in styled.network_failed_jobs]
+
+
+def test_each_release_writes_its_own_wording_stamps_and_header(
+        mixed: tuple[Path, GroundTruth]) -> None:
+    out, truth = mixed
+    assert {j.nccl_version for j in truth.network_failed_jobs} == set(VERSIONS)
+    asyncs = set()
+    for job in truth.network_failed_jobs:
+        lines = [_strip(line, job.launcher)
+                 for line in (out / "jobs" / "logs" / f"{job.job_id}.log").read_text().splitlines()]
+        v = _version(job.nccl_version)
+        wording = re.compile(_rule(_WORDING, job.nccl_version) + "$")
+        warns = [line for line in lines if " NCCL WARN " in line]
+        completions = [line for line in warns if "status=12" in line or "error 12" in line
+                       or "RETRY_EXC" in line]
+        assert len(completions) == 2, job.job_id
+        for line in completions:
+            assert wording.search(line.split(" NCCL WARN ", 1)[1]), (job.nccl_version, line)
+            m = _NCCL_LINE.match(line)
+            assert m is not None
+            # Each reporter prints from a GPU on the broken rail (GPU d uses rail d mod 2).
+            assert int(m.group(2)) % 2 == job.rail
+            if "hca mlx5" in line:
+                assert line.endswith(f"hca {job.hca}")
+        for line in warns:
+            if "async" in line:
+                assert re.search(_rule(_ASYNC, job.nccl_version) + "$", line), line
+                asyncs.add(job.nccl_version)
+            # NCCL stamps WARN lines from 2.26 (NCCL_DEBUG_TIMESTAMP_LEVELS), never before.
+            assert bool(re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", line)) == (
+                v >= (2, 26, 0)), line
+        assert (v >= (2, 30, 0)) == any("Got CQE with error" in line for line in warns)
+        info = [line for line in lines if " NCCL INFO " in line]
+        assert bool(info) == (job.nccl_debug == "INFO")
+        banner = f"NCCL version {job.nccl_version}+cuda"
+        if job.nccl_debug == "INFO" and v >= (2, 22, 0):
+            assert any(f"NCCL INFO {banner}" in line for line in info)
+        else:  # printf'd up to 2.21, VERSION level under WARN: no prefix
+            assert any(line.startswith(banner) for line in lines)
+        timeout = f"NCCL_IB_TIMEOUT set by environment to {job.ib_timeout}."
+        assert any(line.endswith(timeout) for line in info) == (
+            job.ib_timeout_set and job.nccl_debug == "INFO")
+        code = "-> 6" if v >= (2, 13, 0) else "-> 2"
+        assert all(code in line for line in info if "proxy.cc" in line)
+        assert any(f"NCCL version {job.nccl_version}" in line and "ProcessGroupNCCL" in line
+                   for line in lines)
+    assert len(asyncs) >= 4  # async port events in several wordings
+
+
+def test_no_stamps_when_turned_off(tmp_path: Path) -> None:
+    truth = generate(tmp_path, seed=5, **{**MIXED, "nccl_versions": ("2.27.7", "2.29.2")},
+                     nccl_stamps=False)
+    assert truth.network_failed_jobs
+    for log in (tmp_path / "jobs" / "logs").glob("*.log"):
+        assert not re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] \S+:\d+:\d+ \[\d\] ",
+                             log.read_text())
+
+
+def test_death_time_follows_the_release_and_the_timeout(mixed: tuple[Path, GroundTruth]) -> None:
+    assert [ib_timeout_default(v) for v in ("2.9.9", "2.13.4", "2.14.3", "2.22.3", "2.23.4",
+                                            "2.29.2")] == [14, 14, 18, 18, 20, 20]
+    assert nccl_death_s(14) == pytest.approx(0.537, abs=1e-3)
+    assert nccl_death_s(18) == pytest.approx(8.590, abs=1e-3)
+    assert nccl_death_s(20) == pytest.approx(34.360, abs=1e-3)
+    _, truth = mixed
+    flaps = {(f.link, f.down_at): f for f in truth.flaps}
+    assert {j.ib_timeout_set for j in truth.network_failed_jobs} == {True, False}
+    for job in truth.network_failed_jobs:
+        if not job.ib_timeout_set:
+            assert job.ib_timeout == ib_timeout_default(job.nccl_version)
+        assert job.death_s == pytest.approx(4.096e-6 * 2**job.ib_timeout * 8, abs=1e-5)
+        flap = flaps[(job.culprit_link, job.flap_down_at)]
+        effective = max(flap.down_at, job.start)
+        # Never killed by a flap shorter than the job's death time; the error comes that long
+        # (plus up to 2 s) after the flap.
+        assert (flap.up_at - effective).total_seconds() > job.death_s
+        assert job.death_s <= (job.error_at - effective).total_seconds() <= job.death_s + 2.0
+    # Long timeouts ride out flaps that would have killed a job at 18.
+    assert truth.survived_long_flaps > 0
+    assert any(j.death_s > 100 for j in truth.network_failed_jobs)
+
+
+def test_launcher_prefixes_mark_every_line_of_the_task(mixed: tuple[Path, GroundTruth]) -> None:
+    out, truth = mixed
+    assert {j.launcher for j in truth.network_failed_jobs} == {"none", *_PREFIX}
+    for job in truth.network_failed_jobs:
+        text = (out / "jobs" / "logs" / f"{job.job_id}.log").read_text()
+        lines = text.splitlines()
+        if job.launcher == "none":
+            assert not any(p.match(line) for p in _PREFIX.values() for line in lines)
+            continue
+        prefix = _PREFIX[job.launcher]
+        marked = [line for line in lines if prefix.match(line)]
+        if job.launcher in ("ts", "cri"):
+            assert marked == lines  # every line, in arrival order
+            continue
+        # srun: every line of a node's task; torchrun: every line of a worker.
+        for line in marked:
+            m = _NCCL_LINE.match(line[prefix.match(line).end():])  # type: ignore[union-attr]
+            if m is None:
+                continue
+            tag = int(prefix.match(line).group(1))  # type: ignore[union-attr]
+            if job.launcher == "srun":
+                assert job.nodes[tag] == m.group(1)
+            else:
+                assert tag == int(m.group(2))
+        unmarked = [line for line in lines if not prefix.match(line)]
+        assert not any(_NCCL_LINE.match(line) for line in unmarked)
+        if job.launcher == "srun":
+            assert unmarked == []
+
+
+def test_sacct_steps_fold_back_into_the_same_jobs(mixed: tuple[Path, GroundTruth]) -> None:
+    out, truth = mixed
+    text = (out / "jobs" / "sacct.txt").read_text()
+    lines = text.splitlines()
+    steps = [line for line in lines[1:] if "." in line.split("|")[0]]
+    assert {line.split("|")[0].rsplit(".", 1)[1] for line in steps} == {"batch", "extern", "0"}
+    sacct = _parser("auditor.parse.sacct")
+    full = sacct.parse_sacct(text)
+    allocations = sacct.parse_sacct("\n".join(line for line in lines
+                                              if line not in set(steps)) + "\n")
+    assert full.unparsed == [] and full.skipped_steps == len(steps)
+    assert full.jobs == [replace(j, line_no=full.jobs[i].line_no)
+                         for i, j in enumerate(allocations.jobs)]
+    ids = {j.job_id: j for j in full.jobs}
+    # Every job once, the het job as its two components.
+    (het,) = truth.het_jobs
+    assert len(full.jobs) == truth.jobs_total + 1
+    assert {f"{het}+0", f"{het}+1"} <= set(ids) and het not in ids
+    assert set(ids[f"{het}+0"].nodes).isdisjoint(ids[f"{het}+1"].nodes)
+    assert truth.array_jobs and set(truth.array_jobs) <= set(ids)
+    raw = {line.split("|")[0]: line.split("|")[1] for line in lines[1:]}
+    assert any(raw[a] != a.split("_")[0] for a in truth.array_jobs)
+    assert Counter(j.state for j in full.jobs) == Counter(truth.job_states) + Counter(
+        {ids[f"{het}+0"].state: 1})
+    for job in truth.network_failed_jobs:
+        assert ids[job.job_id].state == "FAILED" and ids[job.job_id].nodes == job.nodes
+        assert (out / "jobs" / "logs" / f"{job.job_id}.log").exists()
+        mine = [line.split("|") for line in steps if line.startswith(f"{job.job_id}.")]
+        states = {f[0].rsplit(".", 1)[1]: f[4] for f in mine}
+        assert states["extern"] == "COMPLETED" and states["batch"] == "FAILED"
+        assert states["0"] in ("FAILED", "CANCELLED")
+
+
+def test_a_lost_switch_log_leaves_out_a_leaf_that_killed_jobs(
+        mixed: tuple[Path, GroundTruth]) -> None:
+    out, truth = mixed
+    (lost,) = truth.lost_switch_logs
+    text = (out / "logs" / "switches.log").read_text()
+    assert not any(line.split()[1] == lost for line in text.splitlines())
+    assert lost not in text
+    killers = {j.culprit_link for j in truth.network_failed_jobs}
+    bad = [b for b in truth.bad_cables if b.link in killers]
+    assert bad and lost in {e.name for b in bad for e in b.ends}
+    assert all(lost not in f.logged_by for f in truth.flaps)
+    # The counters keep counting on its ports.
+    last = _counters(out, truth)[-1]
+    downs = [last.get((e.port_guid or e.guid, e.port), {}).get("LinkDownedCounter", 0)
+             for b in bad for e in b.ends if e.name == lost]
+    assert max(downs) > 0
+
+
+def test_the_project_parsers_read_the_realistic_logs(mixed: tuple[Path, GroundTruth]) -> None:
+    out, truth = mixed
+    joblog = _parser("auditor.parse.joblog")
+    for job in truth.network_failed_jobs:
+        path = out / "jobs" / "logs" / f"{job.job_id}.log"
+        result = joblog.parse_joblog(enumerate(path.read_text().splitlines(keepends=True), 1))
+        assert result.unparsed == []
+        seen = {(e.host, e.peer) for e in result.first
+                if e.kind == "completion_error" and e.network}
+        named = _version(job.nccl_version) >= (2, 10, 0)  # no peer before 2.10
+        assert seen == {(r.host, r.peer_ip if named else None) for r in job.reporters}, (
+            job.job_id)
+
+
+def test_default_writes_the_files_it_wrote(small: tuple[Path, GroundTruth, dict[str, Any]]
+                                           ) -> None:
+    out, truth, _ = small
+    files = set(_tree(out))
+    fixed = {"topology/ibnetdiscover.txt", "logs/switches.log", "jobs/sacct.txt", "hosts",
+             "maintenance.csv", "inventory.csv", "cabling.csv", "truth.json"}
+    assert fixed <= files
+    failed = [j.job_id for j in truth.network_failed_jobs]
+    failed += [j.job_id for j in truth.non_network_failed_jobs]
+    assert {f for f in files - fixed if not f.startswith("counters/")} == {
+        f"jobs/logs/{job_id}.log" for job_id in failed}
+    assert not any("." in line.split("|")[0] for line in
+                   (out / "jobs" / "sacct.txt").read_text().splitlines())
+    assert truth.lost_switch_logs == () and truth.array_jobs == () and truth.het_jobs == ()
+    for job in truth.network_failed_jobs:
+        text = (out / "jobs" / "logs" / f"{job.job_id}.log").read_text()
+        assert (job.nccl_debug, job.launcher) == ("INFO", "none")
+        assert " NCCL INFO NCCL version 2.28.7+cuda12.9\n" in text
+        assert " NCCL INFO NCCL_IB_TIMEOUT set by environment to 18.\n" in text
+        assert all(not _NCCL_LINE.match(line) or line.startswith(("[2026-", "node-"))
+                   for line in text.splitlines())
+
+
+def test_cli_simulate_realistic_and_explicit_options_win(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    res = CliRunner().invoke(app, ["simulate", "--out", str(tmp_path), "--realistic",
+                                   "--spines", "2", "--leaves", "8", "--hosts", "2",
+                                   "--info-share", "0.5", "--ib-timeouts", "default,20",
+                                   "--no-sacct-steps"])
+    assert res.exit_code == 0, res.output
+    params = json.loads((tmp_path / "truth.json").read_text())["scenario"]
+    assert params["hcas_per_host"] == 8 and params["info_share"] == 0.5
+    assert params["ib_timeouts"] == [None, 20] and params["sacct_steps"] is False
+    assert params["nccl_versions"] == list(REALISTIC["nccl_versions"])
+    assert params["launcher_prefixes"] is True and params["lost_switch_logs"] == 1
+    res = CliRunner().invoke(app, ["simulate", "--out", str(tmp_path / "r"), "--rails", "4",
+                                   "--spines", "2", "--leaves", "8", "--hosts", "2"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "r" / "truth.json").read_text())["fabric"]["hcas"] == 16

@@ -42,8 +42,10 @@ def _link(ends: list[dict[str, Any]]) -> LinkId:
     return frozenset((e["name"], e["port"]) for e in ends)
 
 
-def load_scenario(folder: Path, db: Path) -> dict[str, Any]:
-    """Ingest every file of a generated scenario into `db`; returns the ground truth."""
+def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str, Any]:
+    """Ingest every file of a generated scenario into `db`; returns the ground truth. Job logs
+    are ingested one by one under their job id (the file name), or with `match_logs` all
+    together without one, so the auditor has to match them to jobs by host and time."""
     truth: dict[str, Any] = json.loads((folder / "truth.json").read_text())
     topo_at = parse_instant(truth["topology_at"])
     with Store(db) as store:
@@ -55,9 +57,15 @@ def load_scenario(folder: Path, db: Path) -> dict[str, Any]:
         site = [folder / "hosts", folder / "maintenance.csv", folder / "jobs" / "sacct.txt",
                 folder / "inventory.csv", folder / "cabling.csv"]
         ingest_job_files(store, [f for f in site if f.exists()], "auto", JobOptions())
-        for log in sorted((folder / "jobs" / "logs").glob("*.log")):
-            # One log per job, named for its id: what `ingest --kind joblog --job ID` is for.
-            ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
+        logs = sorted((folder / "jobs" / "logs").glob("*.log"))
+        if match_logs:
+            # What `ingest --kind joblog` without `--job` does with a folder of logs.
+            if logs:
+                ingest_job_files(store, logs, "joblog", JobOptions())
+        else:
+            for log in logs:
+                # One log per job, named for its id: `ingest --kind joblog --job ID`.
+                ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
     return truth
 
 
@@ -73,8 +81,8 @@ def naive_ranking(folder: Path) -> list[LinkId]:
     return [frozenset({port}) for port, _ in down.most_common()]
 
 
-def evaluate(folder: Path, db: Path) -> tuple[Score, dict[str, Any]]:
-    truth = load_scenario(folder, db)
+def evaluate(folder: Path, db: Path, match_logs: bool = False) -> tuple[Score, dict[str, Any]]:
+    truth = load_scenario(folder, db, match_logs)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:

@@ -8,20 +8,23 @@ writes, in the formats the auditor's parsers read (provenance next to each write
 
     topology/ibnetdiscover.txt           default ibnetdiscover form, taken before any fault
     logs/switches.log                    Onyx port events through rsyslog's RFC 3339 file format,
-                                         plus sshd/ntpd/cli/config noise
+                                         plus sshd/ntpd/cli/config noise (none from the
+                                         `lost_switch_logs` switches)
     counters/ibqueryerrors-HHMM.txt      cumulative counter snapshots every `snapshot_every_h`
                                          (`ibqueryerrors-YYYYMMDD-HHMM.txt` when days > 1)
     jobs/sacct.txt                       `sacct -P -X` with AllocTRES, hostlist-compressed nodes
-    jobs/logs/<jobid>.log                NCCL 2.28 / PyTorch / torchelastic / CUDA lines of
-                                         every FAILED job
+                                         (`sacct -P` with step lines when `sacct_steps`)
+    jobs/logs/<jobid>.log                NCCL / PyTorch / torchelastic / CUDA lines of every
+                                         FAILED job (`<jobid>` as sacct prints it)
     hosts                                /etc/hosts form: the IPoIB (ib0) address of each host
     maintenance.csv                      target,start,end,reason of the re-imaged hosts
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 Fabric: `leaves` leaves each with one uplink to every spine (leaf ports 1..H hosts, H+s spine s;
-spine port l is leaf l). With `hcas_per_host` R > 1 the layout is rail-optimised: leaves form
-groups of R (a scalable unit, SU), leaf k of an SU takes mlx5_k of each of the SU's H hosts, so
-hosts = leaves / R * H. GUIDs, OUIs and LIDs are drawn from the seed; names follow the prefixes.
+spine port l is leaf l). With `hcas_per_host` R > 1 (the rails, at most one per GPU) the layout
+is rail-optimised: leaves form groups of R (a scalable unit, SU), leaf k of an SU takes mlx5_k
+of each of the SU's H hosts, so hosts = leaves / R * H; GPU d of a host uses rail d mod R.
+GUIDs, OUIs and LIDs are drawn from the seed; names follow the prefixes.
 
 Fault model (counts left at None scale with the fabric; every fault sits on its own link(s)):
 
@@ -40,19 +43,47 @@ Fault model (counts left at None scale with the fabric; every fault sits on its 
 Logging: both switch ends of a leaf-spine link log each flap; a host link is logged by its leaf
 only. Each switch clock is off by up to `max_clock_skew_s`; lines are in arrival order, so their
 stamps are not strictly sorted. LinkDownedCounter is 8-bit (sticks at 255), the error counters
-16-bit.
+16-bit. `lost_switch_logs` switches never reached the collector: none of their lines is in the
+log (the counters still count). They are leaves of bad cables whose flaps killed jobs where
+there are such (host cables first: nothing else logs those), then other leaves.
 
 Jobs (10 min - 6 h, 2-64 nodes, about 80 % of the node-hours unless `jobs_per_day` is set; nodes
 picked as a run of free neighbours or at random): a job's footprint is its hosts' HCA links plus
 the leaf-spine links its NCCL ring crosses (one ring per rail over the hosts in job order; traffic
-to a host goes down through spine `host index mod spines`, as D-mod-K fat-tree routing does). A
-footprint link down for more than `nccl_death_s` fails the job `nccl_timeout_s` after the flap
-(after the job's start if the link was already down): NCCL 2.28 completion errors from the two
-hosts of a connection that crossed it, each naming the other's IPoIB address, a port-error async
-event on hosts whose own port went down, PyTorch's watchdog and torchelastic. Other jobs fail
-from a CUDA OOM or an Xid (no IB errors in their logs) or are cancelled; jobs still going at the
-end are RUNNING. Everything derives from the seed and the window start: same arguments, same
-bytes.
+to a host goes down through spine `host index mod spines`, as D-mod-K fat-tree routing does).
+Each job draws an NCCL release from `nccl_versions` and an NCCL_IB_TIMEOUT from `ib_timeouts`
+(None: the release's default, 14 up to 2.13, 18 up to 2.22, 20 after; a number: set by
+environment). Its death time is 4.096 us x 2^timeout x (NCCL_IB_RETRY_CNT 7 + 1): 8.59 s at 18,
+34.4 s at 20. A footprint link down for longer than that fails the job that long (plus 0-2 s)
+after the flap (after the job's start if the link was already down): completion errors from the
+two hosts of a connection that crossed it, each naming the other's IPoIB address and printed by
+a GPU on that rail, a port-error async event on hosts whose own port went down, PyTorch's
+watchdog and torchelastic. Shorter flaps are survived (`survived_long_flaps` counts the jobs
+that outlived one over 7 s). Other jobs fail from a CUDA OOM or an Xid (no IB errors in their
+logs) or are cancelled; jobs still going at the end are RUNNING.
+
+Job logs are written as the job's release words them (each rule cites the NCCL tag it was read
+at, see `_completion_msg`): `Got completion with error` (<= 2.9), `from peer` (2.10), ` (Recv)`
+(2.18), `status=12 opcode=0 len=0` (2.20), `NET/IB:` and `hca mlx5_N` (2.22), `status=
+IBV_WC_RETRY_EXC_ERR(12) ... reqSize= req_type=` (2.28.7), without size and type (2.29), a
+`Got CQE with error` line first (2.30); the async port event likewise. NCCL >= 2.26 stamps its
+WARN lines `[%F %T] ` unless `nccl_stamps` is False; older ones have no time at all (PyTorch's
+glog lines always have MMDD and time). `info_share` of the jobs run at NCCL_DEBUG=INFO: rank 0's
+version line (an INFO line from 2.22, bare before), the `NET/IB : Using` list and `NCCL_IB_TIMEOUT
+set by environment to N.` when it is set, from each node's GPU 0 process or, when
+`channel_lines` (None: for releases < 2.22, whose errors name no HCA), from every GPU's process
+with its `Channel ... via NET/IB/<rail>` lines; the other jobs run at WARN: the bare version
+line and the WARN lines only. With `launcher_prefixes` each log gets
+one launcher's style on every line: none, `srun --label` (`12: `, the node's task), `torchrun
+--tee` (`[default3]:`, the worker's local rank), moreutils `ts` (`Nov 29 05:43:54 `) or a CRI
+runtime (`2026-11-29T05:43:54.123456789Z stdout F `). With `sacct_steps` sacct.txt lists each
+allocation's `.batch`, `.extern` and `.0` steps (as `sacct -P` without -X does), a few runs of
+jobs become array tasks (`123_7`, JobIDRaw their own number) and one completed job a het job
+(`123+0`, `123+1`). `REALISTIC` holds the options of such a cluster.
+
+Everything derives from the seed and the window start: same arguments, same bytes. Formatting
+options draw from streams of their own: a job's fate does not depend on `info_share`,
+`nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
 """
 
 from __future__ import annotations
@@ -63,15 +94,16 @@ import random
 import re
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from auditor.parse.hostlist import compress_hostlist
 
 __all__ = [
     "DEFAULT_START",
+    "REALISTIC",
     "BadCable",
     "End",
     "FlapRecord",
@@ -86,6 +118,8 @@ __all__ = [
     "Snapshot",
     "SwitchReboot",
     "generate",
+    "ib_timeout_default",
+    "nccl_death_s",
     "write_scenario",
 ]
 
@@ -93,7 +127,6 @@ DEFAULT_START = datetime(2026, 11, 29, tzinfo=UTC)
 GPUS_PER_NODE = 8
 CPUS_PER_NODE = 112
 MEM_GB_PER_NODE = 1800
-NCCL_VERSION = "2.28.3"
 MAX_SWITCH_PORTS = 254
 
 # model -> (PCI device id, ibnetdiscover NumPorts incl. port 0, link speed, HCA device id)
@@ -161,8 +194,14 @@ class ScenarioOptions(TypedDict, total=False):
     noise_per_switch_per_day: float
     snapshot_every_h: float
     max_clock_skew_s: float
-    nccl_timeout_s: tuple[float, float]
-    nccl_death_s: float
+    nccl_versions: tuple[str, ...]
+    ib_timeouts: tuple[int | None, ...]
+    info_share: float
+    nccl_stamps: bool
+    channel_lines: bool | None
+    launcher_prefixes: bool
+    sacct_steps: bool
+    lost_switch_logs: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,14 +233,24 @@ class Scenario:
     noise_per_switch_per_day: float = 24.0
     snapshot_every_h: float = 4.0
     max_clock_skew_s: float = 2.0
-    nccl_timeout_s: tuple[float, float] = (5.0, 25.0)
-    # A port down longer than this kills the NCCL jobs across it (retry count x IB timeout).
-    nccl_death_s: float = 7.0
+    # Job evidence (see "Job logs" in the module docstring). Each job draws its NCCL release and
+    # NCCL_IB_TIMEOUT (None: the release's default, not printed; a number: set by environment,
+    # printed at INFO); a link down longer than the job's death time kills it.
+    nccl_versions: tuple[str, ...] = ("2.28.7",)
+    ib_timeouts: tuple[int | None, ...] = (18,)
+    info_share: float = 1.0  # share of jobs run with NCCL_DEBUG=INFO; the others with WARN
+    nccl_stamps: bool = True  # False: NCCL_DEBUG_TIMESTAMP_LEVELS=none (no WARN stamps >= 2.26)
+    channel_lines: bool | None = None  # per-GPU Using/Channel lines at INFO; None: NCCL < 2.22
+    launcher_prefixes: bool = False  # one launcher style per job log: srun -l, torchrun, ts, CRI
+    sacct_steps: bool = False  # sacct without -X: steps, a few array tasks and a het job
+    lost_switch_logs: int = 0  # switches whose lines are missing from logs/switches.log
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Scenario.{name} must be >= 1")
+        if self.hcas_per_host > GPUS_PER_NODE:
+            raise ValueError(f"hcas_per_host (rails) must be <= {GPUS_PER_NODE}, one per GPU")
         if self.leaves % self.hcas_per_host:
             raise ValueError("leaves must be a multiple of hcas_per_host (one leaf per rail)")
         if self.hosts < 2:
@@ -222,11 +271,23 @@ class Scenario:
         for name in ("non_network_failure_rate", "cancel_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"Scenario.{name} must be in [0, 1]")
-        lo, hi = self.nccl_timeout_s
-        if not 0 < lo <= hi <= 600:
-            raise ValueError("nccl_timeout_s must be (low, high) with 0 < low <= high <= 600")
-        if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0 or self.nccl_death_s <= 0:
-            raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0, nccl_death_s > 0")
+        # Lists from callers become tuples, so the scenario stays hashable and prints the same.
+        object.__setattr__(self, "nccl_versions", tuple(self.nccl_versions))
+        object.__setattr__(self, "ib_timeouts", tuple(self.ib_timeouts))
+        if not self.nccl_versions or not self.ib_timeouts:
+            raise ValueError("nccl_versions and ib_timeouts must not be empty")
+        for version in self.nccl_versions:
+            parse_nccl_version(version)
+        for timeout in self.ib_timeouts:
+            if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)
+                                        or not 1 <= timeout <= 31):
+                raise ValueError("ib_timeouts must be None or NCCL_IB_TIMEOUT values in 1..31")
+        if not 0.0 <= self.info_share <= 1.0:
+            raise ValueError("Scenario.info_share must be in [0, 1]")
+        if not 0 <= self.lost_switch_logs <= self.spines + self.leaves:
+            raise ValueError("lost_switch_logs must be between 0 and the number of switches")
+        if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0:
+            raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
         if self.switch_reboots > self.spines + self.leaves:
@@ -275,8 +336,27 @@ class Scenario:
     def params(self) -> dict[str, Any]:
         out = asdict(self)
         out["start"] = _iso(self.start.astimezone(UTC))
-        out["nccl_timeout_s"] = list(self.nccl_timeout_s)
+        out["nccl_versions"] = list(self.nccl_versions)
+        out["ib_timeouts"] = list(self.ib_timeouts)
         return out
+
+
+# Job evidence as a large cluster writes it (the realistic kind of the ranking benchmark; needs
+# `leaves` a multiple of 8): a mix of NCCL releases, most at their default NCCL_IB_TIMEOUT and
+# some pinned to 22, 30 % of jobs at NCCL_DEBUG=WARN, no NCCL stamps (an old PyTorch wheel or
+# NCCL_DEBUG_TIMESTAMP_LEVELS=none), launcher prefixes, sacct steps and one switch whose
+# syslog never reached the collector.
+REALISTIC: ScenarioOptions = {
+    "hcas_per_host": 8,
+    "nccl_versions": ("2.18.3", "2.19.4", "2.21.5", "2.23.4", "2.27.7", "2.29.2"),
+    "ib_timeouts": (None, None, None, 22),
+    "info_share": 0.7,
+    "nccl_stamps": False,
+    "channel_lines": True,
+    "launcher_prefixes": True,
+    "sacct_steps": True,
+    "lost_switch_logs": 1,
+}
 
 
 # --------------------------------------------------------------------------- ground truth
@@ -354,11 +434,13 @@ class Reporter:
     peer_host: str
     peer_ip: str
     at: datetime
+    cuda_dev: int  # the [cudaDev] of the NCCL line: a GPU on the HCA's rail
+    rank: int  # global rank of that process (node index x 8 + cudaDev)
 
 
 @dataclass(frozen=True, slots=True)
 class NetworkFailedJob:
-    job_id: str
+    job_id: str  # as sacct prints it (`123`, or `123_7` for an array task)
     nodes: tuple[str, ...]
     start: datetime
     error_at: datetime  # first NCCL completion error
@@ -368,6 +450,14 @@ class NetworkFailedJob:
     flap_down_at: datetime
     flap_up_at: datetime
     reporters: tuple[Reporter, ...]
+    nccl_version: str  # the release the job ran (its log's wording and stamps follow it)
+    ib_timeout: int  # NCCL_IB_TIMEOUT in effect
+    ib_timeout_set: bool  # set by environment (printed at INFO), else the release's default
+    death_s: float  # 4.096 us x 2^ib_timeout x (retry count 7 + 1): shorter flaps are survived
+    rail: int  # the rail of the connection that broke; reporters name its HCA
+    hca: str  # mlx5_<rail>
+    nccl_debug: str  # "INFO" or "WARN"
+    launcher: str  # prefix style of the log: none, srun, torchrun, ts, cri
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +487,8 @@ class GroundTruth:
     Links are named `<host>/<mlx5_N>:1=<leaf>:<port>` (HCA end first) or
     `<leaf>:<port>=<spine>:<port>`; `ends` give both as name, node GUID, port (+ the Onyx label
     of a switch port, the device and port GUID of an HCA). Times are physical UTC; switch log
-    stamps add `clock_skew_s`. `flaps` holds every injected flap, each fault record its own.
+    stamps add `clock_skew_s`. `flaps` holds every injected flap, each fault record its own;
+    `logged_by` leaves out the `lost_switch_logs`.
     """
 
     seed: int
@@ -418,6 +509,12 @@ class GroundTruth:
     network_failed_jobs: tuple[NetworkFailedJob, ...]
     non_network_failed_jobs: tuple[OtherJob, ...]
     cancelled_jobs: tuple[OtherJob, ...]
+    # Jobs that outlived a flap on their footprint longer than 7 s but not longer than their
+    # death time (a long NCCL_IB_TIMEOUT rides it out).
+    survived_long_flaps: int = 0
+    lost_switch_logs: tuple[str, ...] = ()  # switches with no line in logs/switches.log
+    array_jobs: tuple[str, ...] = ()  # sacct JobIDs of array tasks (`123_7`), sacct_steps only
+    het_jobs: tuple[str, ...] = ()  # het job ids (`123` of `123+0`, `123+1`), sacct_steps only
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
@@ -893,11 +990,12 @@ def _ibnetdiscover(fab: _Fabric, at: datetime) -> str:
 
 
 def _switch_log(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
-                skew: list[float], rng: random.Random) -> str:
+                skew: list[float], rng: random.Random, lost: set[int]) -> str:
     """rsyslog RSYSLOG_FileFormat lines (`<RFC 3339> <host> <tag>[pid]: <msg>`) in arrival order;
     each stamp is the sender's clock. Onyx port events read `mgmtd[pid]: [mgmtd.NOTICE]:
     Interface IB1/17 changed state to DOWN`; the config line is verbatim from a Samara/MLNX-OS
-    capture (reference/switch/syslog-samples.txt)."""
+    capture (reference/switch/syslog-samples.txt). The `lost` switches' lines are drawn and
+    dropped, so the other switches' lines are the same with or without them."""
     pids = [(rng.randint(2000, 9000), rng.randint(1000, 1999)) for _ in fab.switches]
     # A rebooted switch is silent while it boots and runs a new mgmtd afterwards.
     rebooting = {sw: (at, up) for sw, at, up, _ in plan.reboots}
@@ -911,7 +1009,8 @@ def _switch_log(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
     def emit(sw: int, true_t: float, tag: str, msg: str) -> None:
         stamp = _iso(clock.at(true_t + skew[sw])).replace("Z", "+00:00")
         arrival = true_t + rng.uniform(0.001, 0.05)
-        lines.append((arrival, len(lines), f"{stamp} {fab.switches[sw].name} {tag}: {msg}"))
+        if sw not in lost:
+            lines.append((arrival, len(lines), f"{stamp} {fab.switches[sw].name} {tag}: {msg}"))
 
     for f in plan.flaps:
         for sw, port in fab.logging_ends(f.link):
@@ -1019,7 +1118,155 @@ def _ibqueryerrors(fab: _Fabric, plan: _Plan, t: float, node_order: list[_NodeKe
     return "\n".join(out) + "\n"
 
 
+# --------------------------------------------------------------------------- NCCL releases
+
+# Facts below were read in the NVIDIA/nccl sources at the release tags named (`git show
+# <tag>:<file>`); a version between two tags takes the rule of the older one.
+IB_RETRY_CNT = 7  # NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7): every tag v2.8.3-1 .. v2.30.7-1
+_NCCL_VERSION_RE = re.compile(r"2\.(\d{1,2})\.(\d{1,2})")
+_MIN_NCCL = (2, 8, 0)
+_ERROR_JITTER_S = 2.0  # the completion error comes 0-2 s after the QP's last retry ran out
+_LONG_FLAP_S = 7.0  # `survived_long_flaps` counts footprint flaps longer than this
+# First line of the WARN() of a failed completion and of an async port event, per tag
+# (`git grep -n 'Got completion\|Got async\|Got non-fatal async' <tag> -- 'src/transport/
+# net_ib*'`): src/transport/net_ib.cc, from v2.29.2-1 net_ib/p2p.cc and net_ib/common.cc.
+_NCCL_LINES: dict[tuple[int, int, int], tuple[int, int]] = {
+    (2, 8, 3): (839, 74), (2, 8, 4): (839, 74), (2, 9, 6): (843, 74), (2, 9, 8): (846, 74),
+    (2, 9, 9): (846, 74), (2, 10, 3): (881, 74), (2, 11, 4): (883, 74), (2, 12, 7): (1190, 94),
+    (2, 12, 10): (1198, 94), (2, 12, 12): (1198, 94), (2, 13, 4): (1238, 94),
+    (2, 14, 3): (1237, 93), (2, 15, 1): (1237, 93), (2, 15, 5): (1237, 93),
+    (2, 16, 2): (1243, 95), (2, 16, 5): (1252, 95), (2, 17, 1): (1261, 95),
+    (2, 18, 1): (1294, 95), (2, 18, 3): (1295, 95), (2, 18, 5): (1295, 95),
+    (2, 18, 6): (1295, 95), (2, 19, 1): (1333, 95), (2, 19, 3): (1333, 95),
+    (2, 19, 4): (1333, 95), (2, 20, 3): (1696, 100), (2, 20, 5): (1696, 100),
+    (2, 21, 5): (1909, 101), (2, 22, 3): (1984, 103), (2, 23, 4): (2121, 171),
+    (2, 24, 3): (2244, 173), (2, 25, 1): (2244, 173), (2, 26, 2): (2358, 179),
+    (2, 26, 3): (2359, 179), (2, 26, 5): (2359, 179), (2, 26, 6): (2359, 179),
+    (2, 27, 3): (2449, 199), (2, 27, 5): (2451, 199), (2, 27, 6): (2458, 199),
+    (2, 27, 7): (2458, 199), (2, 28, 3): (2470, 212), (2, 28, 7): (2543, 253),
+    (2, 28, 9): (2543, 253), (2, 29, 2): (550, 88), (2, 29, 3): (550, 88),
+    (2, 29, 7): (651, 134), (2, 30, 3): (648, 159), (2, 30, 4): (648, 159),
+    (2, 30, 7): (688, 179),
+}
+# v2.30.3-1 src/transport/net_ib/p2p.cc:783 (v2.30.7-1 :854 without the function name): a
+# `Got CQE with error` WARN comes just before the completion details.
+_CQE_LINES = {(2, 30, 3): 783, (2, 30, 4): 783, (2, 30, 7): 854}
+_WC_STATUS = {12: "IBV_WC_RETRY_EXC_ERR", 5: "IBV_WC_WR_FLUSH_ERR"}  # ibvWcStatusStr
+_WC_OPCODE = {0: "IBV_WC_SEND", 1: "IBV_WC_RDMA_WRITE"}  # ibvWcOpcodeStr (v2.28.7-1)
+_LAUNCHERS = ("none", "srun", "torchrun", "ts", "cri")
+
+
+def parse_nccl_version(text: str) -> tuple[int, int, int]:
+    """`2.21.5` -> (2, 21, 5); only NCCL 2.8 and later are modelled."""
+    m = _NCCL_VERSION_RE.fullmatch(text) if isinstance(text, str) else None
+    if m is None:
+        raise ValueError(f"NCCL version {text!r}: expected 2.MINOR.PATCH, e.g. 2.21.5")
+    version = (2, int(m.group(1)), int(m.group(2)))
+    if version < _MIN_NCCL:
+        raise ValueError(f"NCCL version {text}: only 2.8.0 and later are modelled")
+    return version
+
+
+def ib_timeout_default(version: str) -> int:
+    """NCCL_IB_TIMEOUT when the environment does not set it: NCCL_PARAM(IbTimeout,
+    "IB_TIMEOUT", N) in src/transport/net_ib.cc (net_ib/connect.cc from v2.29.2-1) is 14 up
+    to v2.13.4-1, 18 from v2.14.3-1 to v2.22.3-1 and 20 from v2.23.4-1."""
+    v = parse_nccl_version(version)
+    return 14 if v < (2, 14, 0) else 18 if v < (2, 23, 0) else 20
+
+
+def nccl_death_s(ib_timeout: int, retry_cnt: int = IB_RETRY_CNT) -> float:
+    """How long a dead link takes to fail an NCCL connection: the QP sends retry_cnt + 1
+    times, each waiting the IB local ACK timeout of 4.096 us x 2^timeout (ibv_modify_qp
+    `timeout`, `retry_cnt` as net_ib.cc sets them): 14 -> 0.54 s, 18 -> 8.59 s, 20 -> 34.4 s."""
+    return 4.096e-6 * float(2**ib_timeout) * (retry_cnt + 1)
+
+
+def _known_tag(v: tuple[int, int, int]) -> tuple[int, int, int]:
+    return max((k for k in _NCCL_LINES if k <= v), default=min(_NCCL_LINES))
+
+
+def _cuda_for(v: tuple[int, int, int]) -> str:
+    # The CUDA of the common builds of each release (pip wheels, NGC containers): cosmetic.
+    minor = v[1]
+    for upto, cuda in ((15, "11.8"), (18, "12.1"), (19, "12.3"), (22, "12.4"), (25, "12.6"),
+                       (26, "12.8"), (28, "12.9")):
+        if minor <= upto:
+            return cuda
+    return "13.0"
+
+
+def _completion_msg(v: tuple[int, int, int], peer: str, status: int, opcode: int,
+                    req_size: int, vendor: int, req: str, hca: str) -> str:
+    """A failed work completion on IB (no RoCE GIDs) as each release words it."""
+    if v < (2, 10, 0):  # v2.8.3-1 .. v2.9.9-1: no peer
+        return (f"NET/IB : Got completion with error {status}, opcode {opcode}, len 0, "
+                f"vendor err {vendor}")
+    if v < (2, 20, 0):  # v2.10.3-1: the peer; v2.18.1-1: the request type " (%s)"
+        tail = f" ({req})" if v >= (2, 18, 0) else ""
+        return (f"NET/IB : Got completion from peer {peer} with error {status}, opcode {opcode}, "
+                f"len 0, vendor err {vendor}{tail}")
+    if v < (2, 22, 0):  # v2.20.3-1 .. v2.21.5-1
+        return (f"NET/IB : Got completion from peer {peer} with status={status} opcode={opcode} "
+                f"len=0 vendor err {vendor} ({req})")
+    if v < (2, 28, 7):  # v2.22.3-1 .. v2.28.3-1: `NET/IB:` and the HCA
+        return (f"NET/IB: Got completion from peer {peer} with status={status} opcode={opcode} "
+                f"len=0 vendor err {vendor} ({req}) hca {hca}")
+    named = (f"NET/IB: Got completion from peer {peer} with status={_WC_STATUS[status]}"
+             f"({status}) opcode={_WC_OPCODE[opcode]}({opcode}) ")
+    if v < (2, 29, 0):  # v2.28.7-1, v2.28.9-1
+        return f"{named}reqSize={req_size} vendor_err={vendor} req_type={req} hca {hca}"
+    # v2.29.2-1 on (net_ib/p2p.cc): no size or type; the four empty GID fields leave 2 spaces.
+    return f"{named}vendor_err={vendor}  hca {hca}"
+
+
+def _async_msg(v: tuple[int, int, int], hca: str) -> str:
+    """An IBV_EVENT_PORT_ERR (10, "port error") from NCCL's async thread."""
+    if v < (2, 20, 0):  # up to v2.19.4-1: no device
+        return "NET/IB : Got async event : port error"
+    if v < (2, 23, 0):  # v2.20.3-1 .. v2.22.3-1
+        return f"NET/IB : {hca}:1 Got async event : port error"
+    if v < (2, 28, 7):  # v2.23.4-1 .. v2.28.3-1
+        return f"NET/IB : {hca}:1 Got async error event: port error"
+    return f"NET/IB : {hca}:1 Got non-fatal async event: port error(10)"  # v2.28.7-1 on
+
+
 # --------------------------------------------------------------------------- jobs
+
+
+@dataclass(slots=True)
+class _Style:
+    """How one job's log is written: its NCCL release and settings, its launcher."""
+
+    version: str
+    v: tuple[int, int, int]
+    ib_timeout: int
+    timeout_set: bool
+    death_s: float
+    info: bool  # NCCL_DEBUG=INFO (else WARN)
+    stamps: bool  # NCCL WARN lines carry `[%F %T] ` (>= 2.26 unless turned off)
+    channels: bool  # INFO logs carry every GPU's Using and Channel lines
+    launcher: str
+    rng: random.Random  # this job's own stream for the formatting extras
+
+    @property
+    def debug(self) -> str:
+        return "INFO" if self.info else "WARN"
+
+
+def _job_style(sc: Scenario, rng: random.Random) -> _Style:
+    # Always the same draws, so one option does not move the others.
+    version = rng.choice(sc.nccl_versions)
+    timeout = rng.choice(sc.ib_timeouts)
+    info = rng.random() < sc.info_share
+    launcher = rng.choice(_LAUNCHERS)
+    v = parse_nccl_version(version)
+    effective = ib_timeout_default(version) if timeout is None else timeout
+    # NCCL_DEBUG_TIMESTAMP_LEVELS appeared in v2.26.2-1 src/debug.cc (default: WARN only).
+    stamps = sc.nccl_stamps and v >= (2, 26, 0)
+    channels = sc.channel_lines if sc.channel_lines is not None else v < (2, 22, 0)
+    return _Style(version, v, effective, timeout is not None, nccl_death_s(effective), info,
+                  stamps, channels and info, launcher if sc.launcher_prefixes else "none", rng)
 
 
 @dataclass(slots=True)
@@ -1029,12 +1276,30 @@ class _Job:
     hosts: list[int]
     start: float
     planned_end: float
+    style: _Style
     state: str = "COMPLETED"
     exit_code: str = "0:0"
     end: float | None = None  # None: still running when the window closes
     log: str | None = None
     network: NetworkFailedJob | None = None
     other: OtherJob | None = None
+    culprit: int | None = None  # the link whose flap killed it
+    survived: bool = False  # outlived a long flap on its footprint
+    sacct_id: str | None = None  # `123_7` for an array task
+
+    @property
+    def label(self) -> str:
+        return self.sacct_id or str(self.job_id)
+
+
+class _Line(NamedTuple):
+    """One line of a job's merged output and who wrote it, for the launcher prefixes."""
+
+    t: float  # when it was written (seconds into the window)
+    host: int | None  # the node (srun task) it came from; None: not a task (the epilog)
+    dev: int | None  # the worker (local rank = GPU) it came from; None: the launcher itself
+    err: bool  # stderr (PyTorch, torchelastic) rather than stdout (NCCL)
+    text: str
 
 
 def _glog(dt: datetime, level: str, rng: random.Random) -> str:
@@ -1047,39 +1312,95 @@ def _nccl_ts(dt: datetime) -> str:
 
 
 class _JobLogs:
-    """Lines a failed job's merged stdout/stderr would hold (NCCL >= 2.26 stamps WARN lines
-    only, `[%F %T]`, here UTC; INFO lines have no time). Shapes from reference/jobs/
-    nccl-samples.txt and README.md: NCCL 2.28 completion errors with `hca mlx5_N`, PyTorch
-    ProcessGroupNCCL glog lines, torchelastic's failure line and ChildFailedError block."""
+    """Lines a failed job's merged stdout/stderr would hold, in the wording of the job's NCCL
+    release (see `_completion_msg`; NCCL >= 2.26 stamps WARN lines only, `[%F %T]`, here UTC;
+    INFO lines have no time). Shapes from reference/jobs/nccl-samples.txt and README.md:
+    completion errors, PyTorch ProcessGroupNCCL glog lines, torchelastic's failure line and
+    ChildFailedError block. Every draw from the shared stream happens whatever the job's style,
+    so a style changes no other job; the style's extras come from the job's own stream."""
 
     def __init__(self, fab: _Fabric, clock: _Clock, rng: random.Random) -> None:
         self.fab, self.clock, self.rng = fab, clock, rng
+        self.pids: dict[int, int] = {}  # host -> pid of its GPU 0 process, current job
 
     def _proc(self) -> tuple[int, int]:
         pid = self.rng.randint(20000, 400000)
         return pid, pid + self.rng.randint(20, 400)
 
-    def header(self, job: _Job) -> list[str]:
-        fab, rails = self.fab, self.fab.sc.hcas_per_host
-        devs = " ".join(f"[{r}]mlx5_{r}:1/IB" for r in range(rails))
-        out: list[str] = []
+    def _who(self, job: _Job, h: int, dev: int, pid: int, tid: int) -> str:
+        if job.style.channels:  # one process per GPU, numbered from the host's first
+            pid, tid = self.pids[h] + dev, self.pids[h] + dev + (tid - pid)
+        return f"{self.fab.hosts[h]}:{pid}:{tid} [{dev}]"
+
+    def _warn(self, job: _Job, t: float, who: str, where: str, msg: str) -> str:
+        stamp = f"{_nccl_ts(self.clock.at(t))} " if job.style.stamps else ""
+        return f"{stamp}{who} {where} NCCL WARN {msg}"
+
+    def header(self, job: _Job) -> list[_Line]:
+        """NCCL's start-up lines. Rank 0 prints `NCCL version` at WARN too: bare through
+        printf up to v2.21.5-1 (init.cc showVersion), at VERSION level (bare) under WARN and
+        as an INFO line under INFO from v2.22.3-1. At INFO each process prints the `NET/IB :
+        Using` list, its `Channel` lines and the parameters set by environment (src/misc/
+        param.cc, `%s set by environment to %lld.`): every GPU's process with `channels`,
+        else only GPU 0's of each node."""
+        fab, st = self.fab, job.style
+        rails = fab.sc.hcas_per_host
+        ro = " [RO]" if st.v >= (2, 12, 0) else " "  # relaxed ordering, v2.12.7-1 on
+        devs = " ".join(f"[{r}]mlx5_{r}:1/IB" for r in range(rails)) + ro
+        banner = f"NCCL version {st.version}+cuda{_cuda_for(st.v)}"
+        out: list[_Line] = []
+        n_hosts = len(job.hosts)
+        began = job.start + st.rng.uniform(12.0, 40.0)  # python, torch and NCCL start up
         for n, h in enumerate(job.hosts):
             pid, _ = self._proc()
+            self.pids[h] = pid
             host = fab.hosts[h]
-            if n == 0:
-                out.append(f"{host}:{pid}:{pid} [0] NCCL INFO NCCL version {NCCL_VERSION}"
-                           "+cuda12.9")
-            out.append(f"{host}:{pid}:{pid} [0] NCCL INFO NET/IB : Using {devs} [RO]; "
-                       f"OOB ib0:{fab.ips[h]}<0>")
+            t = began + st.rng.uniform(0.0, 0.5)
+            if n == 0 and (not st.info or st.v < (2, 22, 0)):
+                out.append(_Line(t, h, 0, False, banner))
+            if not st.info:
+                continue
+            for dev in range(GPUS_PER_NODE) if st.channels else (0,):
+                p = pid + dev
+                who = f"{host}:{p}:{p} [{dev}] NCCL INFO"
+                if n == 0 and dev == 0 and st.v >= (2, 22, 0):
+                    out.append(_Line(t, h, dev, False, f"{who} {banner}"))
+                out.append(_Line(t, h, dev, False,
+                                 f"{who} NET/IB : Using {devs}; OOB ib0:{fab.ips[h]}<0>"))
+                if st.channels:
+                    out += [_Line(t + 1.0, h, dev, False, f"{who} {text}")
+                            for text in self._channels(st, n, n_hosts, dev)]
+                if st.timeout_set:
+                    out.append(_Line(t + 1.5, h, dev, False, f"{who} NCCL_IB_TIMEOUT set by "
+                                                            f"environment to {st.ib_timeout}."))
         return out
 
-    def elastic(self, host: int, rank: int, at: datetime, exitcode: int,
-                signal: bool) -> list[str]:
+    def _channels(self, st: _Style, n: int, n_hosts: int, dev: int) -> list[str]:
+        """The network hops of GPU `dev` of the n-th node: a ring over the nodes on each GPU,
+        two channels per GPU, through NIC `dev mod rails` (rail-optimised), as src/transport/
+        net.cc prints them: `Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d%s%s`
+        (nvmlDev from v2.18.3-1, the bus id `%lx` before; no `/connIndex` before v2.12.7-1)."""
+        rails = self.fab.sc.hcas_per_host
+        me = n * GPUS_PER_NODE + dev
+        nxt = (n + 1) % n_hosts * GPUS_PER_NODE + dev
+        prv = (n - 1) % n_hosts * GPUS_PER_NODE + dev
+        gpu = str(dev) if st.v >= (2, 18, 3) else f"{_PCI_BUSES[dev]}000"
+        out = []
+        for c in (dev, dev + GPUS_PER_NODE):
+            ch = f"Channel {c:02d}/0" if st.v >= (2, 12, 0) else f"Channel {c:02d}"
+            via = f"via NET/IB/{dev % rails}/GDRDMA"
+            out.append(f"{ch} : {prv}[{gpu}] -> {me}[{gpu}] [receive] {via}")
+            out.append(f"{ch} : {me}[{gpu}] -> {nxt}[{gpu}] [send] {via}")
+        return out
+
+    def elastic(self, host: int, rank: int, t: float, exitcode: int,
+                signal: bool) -> list[_Line]:
         pid, _ = self._proc()
+        at = self.clock.at(t)
         fqdn = f"{self.fab.hosts[host]}.{self.fab.sc.domain}"
         trace = (f"Signal 6 (SIGABRT) received by PID {pid}" if signal
                  else "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html")
-        return [
+        texts = [
             f"{_glog(at, 'E', self.rng)[:-3]} {self.rng.randint(10**14, 10**15)} "
             "torch/distributed/elastic/multiprocessing/api.py:874] failed "
             f"(exitcode: {exitcode}) local_rank: {rank % GPUS_PER_NODE} (pid: {pid}) of binary: "
@@ -1103,60 +1424,134 @@ class _JobLogs:
             f"  traceback : {trace}",
             "============================================================",
         ]
+        return [_Line(t, host, None, True, text) for text in texts]
 
     def network(self, job: _Job, pairs: list[tuple[int, int, int, float]],
-                async_hosts: list[tuple[int, int, float]]) -> list[str]:
-        """pairs: (host, peer host, rail, time) for each reporting side."""
-        fab, rng = self.fab, self.rng
-        blocks: list[tuple[float, list[str]]] = []
+                async_hosts: list[tuple[int, int, float]]
+                ) -> tuple[list[_Line], dict[int, int]]:
+        """pairs: (host, peer host, rail, time) for each reporting side. Returns the lines and
+        the [cudaDev] each reporting host printed."""
+        fab, rng, st = self.fab, self.rng, job.style
+        v = st.v
+        rails = fab.sc.hcas_per_host
+        tag = _known_tag(v)
+        complete_line, async_line = _NCCL_LINES[tag]
+        new_files = v >= (2, 29, 0)
+        complete_at = f"transport/net_ib{'/p2p' if new_files else ''}.cc:{complete_line}"
+        async_at = f"transport/net_ib{'/common' if new_files else ''}.cc:{async_line}"
+        code = 6 if v >= (2, 13, 0) else 2  # ncclRemoteError from v2.13.4-1, ncclSystemError
+        blocks: list[tuple[float, list[_Line]]] = []
+        devs: dict[int, int] = {}
         for h, rail, t in async_hosts:
             pid, tid = self._proc()
-            blocks.append((t, ["", f"{_nccl_ts(self.clock.at(t))} {fab.hosts[h]}:{pid}:{tid} [0] "
-                                   f"transport/net_ib.cc:{rng.randint(100, 160)} NCCL WARN "
-                                   f"NET/IB : mlx5_{rail}:1 Got non-fatal async event: port "
-                                   "error(10)"]))
+            rng.randint(100, 160)  # was the line number; kept so the stream does not move
+            dev = rail  # the first GPU on that rail
+            who = self._who(job, h, dev, pid, tid)
+            text = self._warn(job, t, who, async_at, _async_msg(v, f"mlx5_{rail}"))
+            blocks.append((t, [_Line(t, h, dev, False, ""), _Line(t, h, dev, False, text)]))
         for h, peer, rail, t in pairs:
             pid, tid = self._proc()
-            dev = rng.randrange(GPUS_PER_NODE)
-            who = f"{fab.hosts[h]}:{pid}:{tid} [{dev}]"
+            on_rail = [d for d in range(GPUS_PER_NODE) if d % rails == rail]
+            dev = devs[h] = on_rail[rng.randrange(len(on_rail))]
+            who = self._who(job, h, dev, pid, tid)
             port = rng.randint(32768, 60999)
             send = rng.random() < 0.5
-            opcode = "IBV_WC_SEND(0)" if send else "IBV_WC_RDMA_WRITE(1)"
+            opcode = 0 if send else 1
             req = "Send" if send else "Recv"
-            err = (f"NET/IB: Got completion from peer {fab.ips[peer]}<{port}> with "
-                   f"status=IBV_WC_RETRY_EXC_ERR(12) opcode={opcode} "
-                   f"reqSize={rng.choice((131072, 262144, 524288))} vendor_err=129 "
-                   f"req_type={req} hca mlx5_{rail}")
-            ts = _nccl_ts(self.clock.at(t))
-            line = rng.randint(2200, 2400)
-            blocks.append((t, [
-                "", f"{ts} {who} transport/net_ib.cc:{line} NCCL WARN {err}",
-                f"{who} NCCL INFO transport/net.cc:1302 -> 6",
-                f"{who} NCCL INFO proxy.cc:698 -> 6",
-                f"{who} NCCL INFO proxy.cc:878 -> 6 [Progress Thread]",
-                "", f"{ts} {who} transport/net_ib.cc:{line} NCCL WARN NET/IB: Got completion "
-                    f"from peer {fab.ips[peer]}<{port}> with status=IBV_WC_WR_FLUSH_ERR(5) "
-                    f"opcode={opcode} reqSize=0 vendor_err=249 req_type={req} hca mlx5_{rail}",
-            ]))
+            req_size = rng.choice((131072, 262144, 524288))
+            rng.randint(2200, 2400)  # was the line number; kept so the stream does not move
+            hca = f"mlx5_{rail}"
+            peer_at = f"{fab.ips[peer]}<{port}>"
+            err = _completion_msg(v, peer_at, 12, opcode, req_size, 129, req, hca)
+            flush = _completion_msg(v, peer_at, 5, opcode, 0, 249, req, hca)
+            lines: list[_Line] = []
+            for msg, fallout in ((err, st.info), (flush, False)):
+                # Each WARN starts with a newline (src/debug.cc), so a blank line comes first.
+                if v >= (2, 30, 3):
+                    lines += [_Line(t, h, dev, False, ""),
+                              _Line(t, h, dev, False, self._cqe(job, t, who, send))]
+                lines += [_Line(t, h, dev, False, ""),
+                          _Line(t, h, dev, False, self._warn(job, t, who, complete_at, msg))]
+                if fallout:
+                    lines += [_Line(t, h, dev, False, f"{who} NCCL INFO {text}") for text in (
+                        f"transport/net.cc:1302 -> {code}", f"proxy.cc:698 -> {code}",
+                        f"proxy.cc:878 -> {code} [Progress Thread]")]
+            blocks.append((t, lines))
             rank = job.hosts.index(h) * GPUS_PER_NODE + dev
-            wt = self.clock.at(t + rng.uniform(0.5, 3.0))
+            wt_s = t + rng.uniform(0.5, 3.0)
+            wt = self.clock.at(wt_s)
             wt2 = wt + timedelta(microseconds=rng.randint(2, 900))
             pg = f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}]"
             seq = rng.randint(1000, 90000)
-            blocks.append((t + 3.0, [
+            if code == 6:
+                what = "remote process exited or there was a network error"
+                detail = ("ncclRemoteError: A call failed possibly due to a network error or a "
+                          "remote process exiting prematurely.")
+            else:  # PyTorch built against NCCL < 2.13 (no ncclRemoteError)
+                what = "unhandled system error (run with NCCL_DEBUG=INFO for details)"
+                detail = ("ncclSystemError: System call (e.g. socket, malloc) or external "
+                          "library call failed or device error. It can be also caused by "
+                          "unexpected exit of a remote peer.")
+            texts = [
                 f"[rank{rank}]:[{_glog(wt, 'E', rng)} ProcessGroupNCCL.cpp:1785] {pg} Exception "
                 f"(either an error or timeout) detected by watchdog at work: {seq}, last "
                 f"enqueued NCCL work: {seq + 2}, last completed NCCL work: {seq - 1}.",
                 f"[rank{rank}]:[{_glog(wt2, 'E', rng)} ProcessGroupNCCL.cpp:1895] {pg} Process "
-                "group watchdog thread terminated with exception: NCCL error: remote process "
-                f"exited or there was a network error, NCCL version {NCCL_VERSION}",
-                f"[rank{rank}]: ncclRemoteError: A call failed possibly due to a network error or "
-                "a remote process exiting prematurely.",
+                f"group watchdog thread terminated with exception: NCCL error: {what}, NCCL "
+                f"version {st.version}",
+                f"[rank{rank}]: {detail}",
                 f"[rank{rank}]: Last error:",
                 f"[rank{rank}]: {err}",
-            ]))
+            ]
+            blocks.append((t + 3.0, [_Line(wt_s, h, dev, True, text) for text in texts]))
         blocks.sort(key=lambda b: b[0])
-        return [line for _, block in blocks for line in block]
+        return [line for _, block in blocks for line in block], devs
+
+    def _cqe(self, job: _Job, t: float, who: str, send: bool) -> str:
+        # v2.30.3-1 src/transport/net_ib/p2p.cc:783 ncclIbTest (v2.30.7-1 :854, no function).
+        st = job.style
+        line = _CQE_LINES[max((k for k in _CQE_LINES if k <= st.v), default=(2, 30, 3))]
+        fn = "ncclIbTest: " if st.v < (2, 30, 7) else ""
+        req, comm = (0x7F0000000000 + st.rng.randrange(1 << 36) * 16 for _ in range(2))
+        msg = (f"NET/IB: {fn}Got CQE with error (devIndex=0, req={req:#x}, comm={comm:#x} "
+               f"({'send' if send else 'recv'}), wr_id={st.rng.randrange(1 << 16)}, "
+               f"qp_num={st.rng.randrange(1 << 12, 1 << 20)})")
+        where = f"transport/net_ib/p2p.cc:{line}"
+        return self._warn(job, t, who, where, msg)
+
+    def render(self, job: _Job, lines: list[_Line]) -> str:
+        """The log as the job's launcher leaves it: srun --label puts the task (one per node,
+        `%*d: ` padded to the widest, SchedMD/slurm src/common/write_labelled_message.c
+        _build_label, src/api/step_io.c _wid) before every line of the task; torchrun --tee
+        `[default<local rank>]:` before its workers' lines; moreutils ts `%b %d %H:%M:%S `
+        and a CRI runtime `<RFC 3339 nano> stdout|stderr F ` before every line."""
+        st = job.style
+        if st.launcher == "none":
+            return "\n".join(line.text for line in lines) + "\n"
+        task = {h: n for n, h in enumerate(job.hosts)}
+        width = len(str(len(job.hosts) - 1))
+        out: list[str] = []
+        last_ns = 0
+        for line in lines:
+            text = line.text
+            if st.launcher == "srun" and line.host is not None:
+                text = f"{task[line.host]:>{width}}: {text}"
+            elif st.launcher == "torchrun" and line.dev is not None:
+                text = f"[default{line.dev}]:{text}"
+            elif st.launcher in ("ts", "cri"):
+                # Stamped as the lines arrive: never earlier than the line before.
+                ns = max(last_ns + st.rng.randrange(2000, 40000),
+                         round(line.t * 1e6) * 1000 + st.rng.randrange(1000))
+                last_ns = ns
+                at = self.clock.at(ns // 1000 / 1e6)
+                if st.launcher == "ts":
+                    text = f"{at:%b %d %H:%M:%S} {text}"
+                else:  # Go's time.RFC3339Nano drops trailing zeros of the fraction
+                    frac = f"{at.microsecond:06d}{ns % 1000:03d}".rstrip("0")
+                    stamp = f"{at:%Y-%m-%dT%H:%M:%S}{'.' + frac if frac else ''}Z"
+                    text = f"{stamp} {'stderr' if line.err else 'stdout'} F {text}"
+            out.append(text)
+        return "\n".join(out) + "\n"
 
 
 def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
@@ -1173,7 +1568,9 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
         per_day = max(12.0, 0.8 * n_hosts * 24.0 / (mean_size * mean_h))
     n_jobs = round(per_day * sc.days)
     drained = {h: (s - 1800.0, e) for h, s, e, _ in plan.maintenance}  # drained 30 min early
-    killers = sorted((f for f in plan.flaps if f.up - f.down > sc.nccl_death_s),
+    shortest = min(nccl_death_s(ib_timeout_default(v) if t is None else t)
+                   for v in sc.nccl_versions for t in sc.ib_timeouts)
+    killers = sorted((f for f in plan.flaps if f.up - f.down > min(shortest, _LONG_FLAP_S)),
                      key=lambda f: (f.down, f.link))
     host_flaps: dict[int, list[_Flap]] = {}
     for f in plan.flaps:
@@ -1218,9 +1615,14 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
             chosen = [pool[i][1] for i in picks if ok(pool[i][1])][:size]
         if len(chosen) < size:
             continue
-        job = _Job(base_id + len(jobs), f"{rng.choice(_JOB_NAMES)}-{rng.randint(1, 99):02d}",
-                   sorted(chosen), start, start + round(dur))
-        _decide(sc, fab, job, killers, host_flaps, logs, rng)
+        job_id = base_id + len(jobs)
+        # The job's NCCL, settings and launcher come from a stream of its own.
+        style = _job_style(sc, random.Random(f"{sc.seed}:joblog:{job_id}"))  # noqa: S311
+        job = _Job(job_id, f"{rng.choice(_JOB_NAMES)}-{rng.randint(1, 99):02d}",
+                   sorted(chosen), start, start + round(dur), style)
+        outlived = _decide(sc, fab, job, killers, host_flaps, logs, rng)
+        until = job.end if job.end is not None else total
+        job.survived = any(up <= until for up in outlived)
         for h in job.hosts:
             del pool[bisect_left(pool, (free_at[h], h))]
             free_at[h] = job.end if job.end is not None else math.inf
@@ -1230,21 +1632,31 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
 
 
 def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
-            host_flaps: dict[int, list[_Flap]], logs: _JobLogs, rng: random.Random) -> None:
-    """Set the job's fate: the earliest of a network death, a GPU failure, a cancel."""
+            host_flaps: dict[int, list[_Flap]], logs: _JobLogs,
+            rng: random.Random) -> list[float]:
+    """Set the job's fate: the earliest of a network death, a GPU failure, a cancel. A flap on
+    the job's footprint kills it when the link stays down longer than the job's death time
+    (its NCCL_IB_TIMEOUT); the completion error comes that long after the flap (after the
+    job's start if the link was already down). Returns the up times of the footprint flaps
+    longer than 7 s that were too short to kill it."""
     total = sc.days * 86400.0
     clock = logs.clock
     hosts = set(job.hosts)
     ring: dict[int, tuple[int, int, int]] | None = None  # computed on the first need
-    timeout = rng.uniform(*sc.nccl_timeout_s)
+    death = job.style.death_s
+    jitter = rng.uniform(0.0, _ERROR_JITTER_S)
     net: tuple[float, _Flap, tuple[int, int, int]] | None = None
+    outlived: list[float] = []
     for f in killers:  # sorted by down: the first hit has the earliest effective start
         if f.down >= job.planned_end:
             break
         if f.up <= job.start:
             continue
         eff = max(f.down, job.start)
-        if f.up - eff <= sc.nccl_death_s or eff + timeout >= job.planned_end:
+        kills = f.up - eff > death
+        if kills and eff + death + jitter >= job.planned_end:
+            continue  # the job is done before NCCL gives up
+        if not kills and f.up - eff <= _LONG_FLAP_S:
             continue
         lk = fab.links[f.link]
         if lk.hca is not None:
@@ -1253,14 +1665,20 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
             hca = fab.hcas[lk.hca]
             i = job.hosts.index(hca.host)
             # The host behind the dead port and its ring neighbour report each other.
-            net = (eff + timeout, f, (hca.host, job.hosts[(i + 1) % len(job.hosts)], hca.rail))
-            break
-        if ring is None:
-            ring = fab.ring_links(job.hosts)
-        pair = ring.get(f.link)
-        if pair is not None:
-            net = (eff + timeout, f, pair)
-            break
+            pair: tuple[int, int, int] | None = (
+                hca.host, job.hosts[(i + 1) % len(job.hosts)], hca.rail)
+        else:
+            if ring is None:
+                ring = fab.ring_links(job.hosts)
+            pair = ring.get(f.link)
+            if pair is None:
+                continue
+        assert pair is not None  # noqa: S101 - set on both branches
+        if not kills:
+            outlived.append(f.up)
+            continue
+        net = (eff + death + jitter, f, pair)
+        break
     gpu_at = (job.start + rng.uniform(0.05, 0.95) * (job.planned_end - job.start)
               if rng.random() < sc.non_network_failure_rate else math.inf)
     cancel_at = (job.start + rng.uniform(0.02, 0.9) * (job.planned_end - job.start)
@@ -1270,20 +1688,20 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
     nodes = tuple(fab.hosts[h] for h in job.hosts)
     if first >= total:
         job.state, job.end = "RUNNING", None
-        return
+        return outlived
     if first == job.planned_end:
         job.end = job.planned_end
-        return
+        return outlived
     if first == cancel_at:
         job.state = f"CANCELLED by {rng.randint(51000, 51999)}"
         job.end = float(math.ceil(first))
         job.other = OtherJob(str(job.job_id), nodes, clock.at(job.start), clock.at(job.end),
                              "CANCELLED", "cancelled")
-        return
+        return outlived
     job.state = "FAILED"
     if first == net_at and net is not None:
         _network_failure(fab, job, net[1], net_at, net[2], host_flaps, logs, rng)
-        return
+        return outlived
     # A GPU failure: CUDA OOM in one rank, or an Xid that kills the GPU; no IB errors.
     h = rng.choice(job.hosts)
     dev = rng.randrange(GPUS_PER_NODE)
@@ -1293,7 +1711,7 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
     if rng.random() < 0.6:
         kind, xid = "oom", None
         need, cap = rng.choice((1.5, 2.0, 3.5, 8.0)), 79.19
-        lines += [
+        texts = [
             f"[rank{rank}]: Traceback (most recent call last):",
             f'[rank{rank}]:   File "/workspace/train.py", line {rng.randint(200, 900)}, in '
             "<module>",
@@ -1308,8 +1726,9 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
             "documentation for Memory Management  "
             "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
         ]
+        lines += [_Line(first, h, dev, True, text) for text in texts]
         exit_at = first + rng.uniform(1.0, 3.0)
-        lines += logs.elastic(h, rank, clock.at(exit_at), 1, False)
+        lines += logs.elastic(h, rank, exit_at, 1, False)
         job.exit_code = "1:0"
     else:
         kind = "xid"
@@ -1319,19 +1738,22 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
             f"pid={rng.randint(20000, 400000)}, name=python3"
         # The site's epilog appends the node's kernel lines (pdsh style, `dmesg -T`).
         lines += [
-            f"{fab.hosts[h]}: [{_ctime(at)}] NVRM: Xid (PCI:0000:{bus}:00): {xid}, {who}, "
-            f"{_XIDS[xid]}",
-            f"[rank{rank}]: RuntimeError: CUDA error: unspecified launch failure",
-            f"[rank{rank}]: CUDA kernel errors might be asynchronously reported at some other "
-            "API call, so the stacktrace below might be incorrect.",
+            _Line(first, None, None, False, f"{fab.hosts[h]}: [{_ctime(at)}] NVRM: Xid "
+                                            f"(PCI:0000:{bus}:00): {xid}, {who}, {_XIDS[xid]}"),
+            _Line(first, h, dev, True,
+                  f"[rank{rank}]: RuntimeError: CUDA error: unspecified launch failure"),
+            _Line(first, h, dev, True,
+                  f"[rank{rank}]: CUDA kernel errors might be asynchronously reported at some "
+                  "other API call, so the stacktrace below might be incorrect."),
         ]
         exit_at = first + rng.uniform(1.0, 3.0)
-        lines += logs.elastic(h, rank, clock.at(exit_at), -6, True)
+        lines += logs.elastic(h, rank, exit_at, -6, True)
         job.exit_code = "0:6"
     job.end = float(math.ceil(exit_at + rng.uniform(1.0, 10.0)))  # srun tears the step down
-    job.log = "\n".join(lines) + "\n"
+    job.log = logs.render(job, lines)
     job.other = OtherJob(str(job.job_id), nodes, clock.at(job.start), clock.at(job.end),
                          "FAILED", kind, fab.hosts[h], xid)
+    return outlived
 
 
 def _network_failure(fab: _Fabric, job: _Job, flap: _Flap, error_at: float,
@@ -1352,36 +1774,129 @@ def _network_failure(fab: _Fabric, job: _Job, flap: _Flap, error_at: float,
                 assert f_hca is not None  # noqa: S101 - host_flaps holds host links only
                 async_hosts.append((h, fab.hcas[f_hca].rail, max(f.down, job.start) + 0.2))
     lines = logs.header(job)
-    lines += logs.network(job, [(a, b, rail, t_a), (b, a, rail, t_b)], async_hosts)
+    failed, devs = logs.network(job, [(a, b, rail, t_a), (b, a, rail, t_b)], async_hosts)
+    lines += failed
     exit_at = max(t_a, t_b) + rng.uniform(3.0, 10.0)
-    lines += logs.elastic(a, job.hosts.index(a) * GPUS_PER_NODE, clock.at(exit_at), -6, True)
-    job.log = "\n".join(lines) + "\n"
+    lines += logs.elastic(a, job.hosts.index(a) * GPUS_PER_NODE, exit_at, -6, True)
+    job.log = logs.render(job, lines)
     job.exit_code = rng.choice(("1:0", "0:6"))
     job.end = float(math.ceil(exit_at + rng.uniform(1.0, 10.0)))
+    job.culprit = flap.link
     dev = f"mlx5_{rail}"
+    st = job.style
+    reporters = tuple(
+        Reporter(fab.hosts[h], dev, fab.hosts[p], fab.ips[p], clock.at(t), devs[h],
+                 job.hosts.index(h) * GPUS_PER_NODE + devs[h])
+        for h, p, t in ((a, b, t_a), (b, a, t_b)))
     job.network = NetworkFailedJob(
         str(job.job_id), tuple(fab.hosts[h] for h in job.hosts), clock.at(job.start),
         clock.at(error_at), clock.at(job.end), fab.link_id(flap.link), flap.cause,
-        clock.at(flap.down), clock.at(flap.up),
-        (Reporter(fab.hosts[a], dev, fab.hosts[b], fab.ips[b], clock.at(t_a)),
-         Reporter(fab.hosts[b], dev, fab.hosts[a], fab.ips[a], clock.at(t_b))),
-    )
+        clock.at(flap.down), clock.at(flap.up), reporters, st.version, st.ib_timeout,
+        st.timeout_set, round(st.death_s, 6), rail, dev, st.debug, st.launcher)
 
 
-def _sacct(fab: _Fabric, jobs: list[_Job], clock: _Clock) -> str:
+def _assign_sacct_ids(jobs: list[_Job], rng: random.Random) -> tuple[list[str], int | None]:
+    """A few runs of consecutive submissions become the tasks of an array job (JobID
+    `<first task's JobIDRaw>_<index>`, same name) and one completed job becomes a het job.
+    Returns the array task ids and the het job's id."""
+    by_id = sorted(jobs, key=lambda j: j.job_id)
+    arrays: list[str] = []
+    n_arrays = min(3, max(1, len(by_id) // 30))
+    taken: set[int] = set()
+    for _ in range(n_arrays):
+        size = rng.randint(2, 4)
+        if len(by_id) < size + 1:
+            break
+        i = rng.randrange(len(by_id) - size)
+        group = by_id[i:i + size]
+        if any(j.job_id in taken for j in group):
+            continue
+        first = rng.choice((0, 1, rng.randint(2, 40)))
+        for k, j in enumerate(group):
+            j.sacct_id = f"{group[0].job_id}_{first + k}"
+            j.name = group[0].name
+            taken.add(j.job_id)
+            arrays.append(j.sacct_id)
+    done = [j for j in by_id if j.state == "COMPLETED" and j.job_id not in taken]
+    het = rng.choice(done).job_id if done else None
+    return arrays, het
+
+
+def _sacct(fab: _Fabric, jobs: list[_Job], clock: _Clock, steps: bool = False,
+           het: int | None = None, rng: random.Random | None = None) -> str:
     """`sacct -P -X --format=JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,End,NNodes,
     NodeList,AllocTRES` (reference/jobs/sacct-samples.txt): times in slurmctld's local time,
-    here UTC, no zone; End `Unknown` while running."""
+    here UTC, no zone; End `Unknown` while running. With `steps` (no -X) each allocation is
+    followed by its `.batch` (first node), `.extern` and `.0` (the srun of torchrun) steps,
+    with the states steps get: `.extern` COMPLETED, `.0` FAILED or CANCELLED when the job
+    failed, CANCELLED when it was cancelled."""
     out = ["JobID|JobIDRaw|JobName|Partition|State|ExitCode|Start|End|NNodes|NodeList|AllocTRES"]
+    next_raw = max((j.job_id for j in jobs), default=0) + 1
+
+    def tres(n: int, billing: bool = True) -> str:
+        bill = f"billing={n * CPUS_PER_NODE}," if billing else ""
+        return (f"{bill}cpu={n * CPUS_PER_NODE},gres/gpu={n * GPUS_PER_NODE},"
+                f"mem={n * MEM_GB_PER_NODE}G,node={n}")
+
+    def stamp(t: float | None) -> str:
+        return "Unknown" if t is None else f"{clock.at(t):%Y-%m-%dT%H:%M:%S}"
+
     for job in sorted(jobs, key=lambda j: j.job_id):
-        n = len(job.hosts)
-        end = "Unknown" if job.end is None else f"{clock.at(job.end):%Y-%m-%dT%H:%M:%S}"
-        tres = (f"billing={n * CPUS_PER_NODE},cpu={n * CPUS_PER_NODE},"
-                f"gres/gpu={n * GPUS_PER_NODE},mem={n * MEM_GB_PER_NODE}G,node={n}")
-        out.append(f"{job.job_id}|{job.job_id}|{job.name}|gpu|{job.state}|{job.exit_code}|"
-                   f"{clock.at(job.start):%Y-%m-%dT%H:%M:%S}|{end}|{n}|"
-                   f"{compress_hostlist(fab.hosts[h] for h in job.hosts)}|{tres}")
+        parts: list[tuple[str, str, list[int]]] = [(job.label, str(job.job_id), job.hosts)]
+        if steps and job.job_id == het:
+            cut = max(1, len(job.hosts) // 4)  # a small first component (e.g. the data loaders)
+            parts = [(f"{job.job_id}+0", str(job.job_id), job.hosts[:cut]),
+                     (f"{job.job_id}+1", str(next_raw), job.hosts[cut:])]
+            next_raw += 1
+        if steps:
+            assert rng is not None  # noqa: S101 - steps need the stream
+            kind = job.state.split(" ")[0]  # `CANCELLED by 51234` only on the allocation line
+            span = (job.end - job.start) / 2 if job.end is not None else 25.0
+            launch = float(math.ceil(job.start + min(rng.randint(2, 25), span)))
+            # srun's step fails with the task that failed, or is cancelled when the batch
+            # script tears it down first.
+            step = rng.choice(("FAILED", "FAILED", "CANCELLED")) if kind == "FAILED" else kind
+            code = {"FAILED": job.exit_code, "CANCELLED": "0:15"}
+        for p, (label, raw, hosts) in enumerate(parts):
+            n = len(hosts)
+            nodes = compress_hostlist(fab.hosts[h] for h in hosts)
+            out.append(f"{label}|{raw}|{job.name}|gpu|{job.state}|{job.exit_code}|"
+                       f"{stamp(job.start)}|{stamp(job.end)}|{n}|{nodes}|{tres(n)}")
+            if not steps:
+                continue
+            rows = [(".batch", "batch", kind, code.get(kind, "0:0"), job.start, 1,
+                     fab.hosts[hosts[0]], tres(1, billing=False))] if p == 0 else []
+            rows.append((".extern", "extern", "RUNNING" if job.end is None else "COMPLETED",
+                         "0:0", job.start, n, nodes, tres(n)))
+            rows.append((".0", "torchrun", step, code.get(step, "0:0"), launch, n, nodes,
+                         tres(n, billing=False)))
+            for suffix, name, state, exit_code, begin, count, where, alloc in rows:
+                out.append(f"{label}{suffix}|{raw}{suffix}|{name}||{state}|{exit_code}|"
+                           f"{stamp(begin)}|{stamp(job.end)}|{count}|{where}|{alloc}")
     return "\n".join(out) + "\n"
+
+
+def _lost_switches(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job],
+                   rng: random.Random) -> list[int]:
+    """The switches whose syslog never reached the collector: leaves of bad cables whose flaps
+    killed jobs first (host cables before leaf-spine ones: only the leaf logs a host link),
+    then leaves of other bad cables, other leaves, spines, and rebooted switches last."""
+    if sc.lost_switch_logs == 0:
+        return []
+    killed = {j.culprit for j in jobs if j.culprit is not None}
+    rebooted = {sw for sw, _, _, _ in plan.reboots}
+    tiers: list[set[int]] = [set() for _ in range(6)]
+    for link, *_ in plan.bad:
+        tier = (0 if fab.links[link].hca is not None else 1) if link in killed else 2
+        tiers[tier].add(fab.links[link].leaf)
+    for sw, s in enumerate(fab.switches):
+        tiers[5 if sw in rebooted else 3 if s.leaf else 4].add(sw)
+    order: list[int] = []
+    for members in tiers:
+        mine = sorted(members - set(order))
+        rng.shuffle(mine)
+        order += mine
+    return order[:sc.lost_switch_logs]
 
 
 # --------------------------------------------------------------------------- driver
@@ -1418,9 +1933,24 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     def write(rel: str, text: str) -> None:
         (out_dir / rel).write_text(text, encoding="utf-8", newline="\n")
 
+    # Jobs first (their stream is their own): the lost switch logs depend on which jobs died.
+    jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"))
+    lost = _lost_switches(sc, fab, plan, jobs, rng_for("lost"))
+    arrays: list[str] = []
+    het: int | None = None
+    rng_sacct = rng_for("sacct")
+    if sc.sacct_steps:
+        arrays, het = _assign_sacct_ids(jobs, rng_sacct)
+        for job in jobs:
+            if job.sacct_id is not None:
+                if job.network is not None:
+                    job.network = replace(job.network, job_id=job.sacct_id)
+                if job.other is not None:
+                    job.other = replace(job.other, job_id=job.sacct_id)
+
     topology_at = 120.0 + rng_log.uniform(0, 60)
     write("topology/ibnetdiscover.txt", _ibnetdiscover(fab, clock.at(topology_at)))
-    write("logs/switches.log", _switch_log(sc, fab, plan, clock, skew, rng_log))
+    write("logs/switches.log", _switch_log(sc, fab, plan, clock, skew, rng_log, set(lost)))
 
     node_order: list[_NodeKey] = [("S", i) for i in range(len(fab.switches))]
     node_order += [("H", i) for i in range(len(fab.hcas))]
@@ -1435,11 +1965,10 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         snapshots.append(Snapshot(rel, at))
         k += 1
 
-    jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"))
-    write("jobs/sacct.txt", _sacct(fab, jobs, clock))
+    write("jobs/sacct.txt", _sacct(fab, jobs, clock, sc.sacct_steps, het, rng_sacct))
     for job in jobs:
         if job.log is not None:
-            write(f"jobs/logs/{job.job_id}.log", job.log)
+            write(f"jobs/logs/{job.label}.log", job.log)
 
     write("hosts", "# IPoIB (ib0) addresses of the compute nodes\n127.0.0.1\tlocalhost\n" + "".join(
         f"{ip}\t{host} {host}-ib0\n" for host, ip in zip(fab.hosts, fab.ips, strict=True)))
@@ -1451,7 +1980,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
 
     write("inventory.csv", _inventory(fab))
     write("cabling.csv", _cabling(fab))
-    truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint)
+    truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
+                   arrays, het)
     write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
     return truth
 
@@ -1502,14 +2032,16 @@ def _cabling(fab: _Fabric) -> str:
 
 def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Clock,
            skew: list[float], topology_at: float, snapshots: list[Snapshot],
-           maint: list[tuple[int, float, float, list[_Flap]]]) -> GroundTruth:
+           maint: list[tuple[int, float, float, list[_Flap]]], lost: list[int],
+           arrays: list[str], het: int | None) -> GroundTruth:
     def interval(f: _Flap) -> Interval:
         return Interval(clock.at(f.down), clock.at(f.up), round(f.up - f.down, 6))
 
     def record(f: _Flap) -> FlapRecord:
         return FlapRecord(fab.link_id(f.link), fab.ends(f.link), clock.at(f.down), clock.at(f.up),
                           round(f.up - f.down, 6), f.cause,
-                          tuple(fab.switches[sw].name for sw, _ in fab.logging_ends(f.link)))
+                          tuple(fab.switches[sw].name for sw, _ in fab.logging_ends(f.link)
+                                if sw not in lost))
 
     bad = tuple(
         BadCable(fab.link_id(link), "host" if fab.links[link].hca is not None else "switch",
@@ -1548,4 +2080,7 @@ def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Cl
                                       if j.other is not None and j.other.kind != "cancelled"),
         cancelled_jobs=tuple(j.other for j in jobs
                              if j.other is not None and j.other.kind == "cancelled"),
+        survived_long_flaps=sum(1 for j in jobs if j.survived),
+        lost_switch_logs=tuple(sorted(fab.switches[sw].name for sw in lost)),
+        array_jobs=tuple(arrays), het_jobs=(str(het),) if het is not None else (),
     )
