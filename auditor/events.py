@@ -23,6 +23,7 @@ from auditor.models import PortEvent
 from auditor.parse import opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
 from auditor.portmap import PortMap, Resolved
+from auditor.safe_text import clip
 from auditor.store import Placement, SourceMeta, Store
 
 LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")
@@ -44,6 +45,28 @@ _PREFILTERS = {
 }
 # A stamp this far ahead of the ingest is a skewed switch clock, not an event to rank.
 FUTURE_SLACK = timedelta(minutes=10)
+
+# A log line is written by whoever has root on the switch or host: what an event keeps of it is
+# bounded (a 10 MB line must not be stored whole). Counted per source as an issue.
+FIELD_MAX = 256  # a device, port, cable serial or code named in the line
+MESSAGE_MAX = 1024  # the message stored with the event
+CUT = f"text over {FIELD_MAX} characters (name) or {MESSAGE_MAX} (message): stored cut"
+_EVENT_TEXT = ("device", "port_name", "peer_device", "peer_port_name", "cable_serial", "code")
+
+
+def bound_event(e: PortEvent) -> bool:
+    """Cut the event's text fields to FIELD_MAX and its message to MESSAGE_MAX characters (in
+    place); True when anything was cut."""
+    cut = False
+    if len(e.message) > MESSAGE_MAX:
+        e.message = clip(e.message, MESSAGE_MAX)
+        cut = True
+    for name in _EVENT_TEXT:
+        value = getattr(e, name)
+        if value is not None and len(value) > FIELD_MAX:
+            setattr(e, name, clip(value, FIELD_MAX))
+            cut = True
+    return cut
 
 
 @dataclass(slots=True)
@@ -158,7 +181,8 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                 garbage = "no recognised envelope (garbage line)"
                 issues[garbage] += found.no_envelope
                 if found.first_no_envelope:
-                    first.setdefault(garbage, found.first_no_envelope)
+                    no, line = found.first_no_envelope
+                    first.setdefault(garbage, (no, line[:200]))
             last_is_candidate = bool(found.candidates) and \
                 found.candidates[-1][0] == found.total_lines
             if not found.last_line_complete and not last_is_candidate:
@@ -171,10 +195,14 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                     first.setdefault("time in the future (switch clock skewed?)",
                                      (e.line_no, e.message[:200]))
                     continue
+                if bound_event(e):
+                    issues[CUT] += 1
+                    first.setdefault(CUT, (e.line_no, e.message[:200]))
                 events.append(e)
             placed = _map(events, pm, issues, first)
             result.records = len(events)
-            bad = sum(v for k, v in issues.items() if not k.startswith("event on an unmapped"))
+            bad = sum(v for k, v in issues.items()
+                      if not k.startswith("event on an unmapped") and k != CUT)
             sid = store.add_source(SourceMeta(file_kind, str(path), digest, "file", moment,
                                               False, found.total_lines, bad, len(events)))
             store.add_events(sid, file_kind, events, placed)

@@ -32,7 +32,7 @@ from auditor.collect.hostcmd import (
 from auditor.collect.runner import CommandResult, save_capture
 from auditor.config import Settings
 from auditor.errors import ParseError
-from auditor.events import FUTURE_SLACK
+from auditor.events import CUT, FUTURE_SLACK, bound_event
 from auditor.models import PortEvent
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
@@ -212,9 +212,12 @@ class _Host:
             if e.at > self.moment + FUTURE_SLACK:
                 issues[future] += 1
                 first.setdefault(future, (e.line_no, e.message[:200]))
-            else:
-                events.append(e)
-        bad = sum(issues.values())
+                continue
+            if bound_event(e):  # kept, but not a 10 MB kernel line
+                issues[CUT] += 1
+                first.setdefault(CUT, (e.line_no, e.message[:200]))
+            events.append(e)
+        bad = sum(n for why, n in issues.items() if why != CUT)
         placed: list[Placement] = []
         for e in events:
             r = self.pm.resolve(e.device, e.port_name)

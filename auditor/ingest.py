@@ -15,6 +15,7 @@ from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
 from auditor.models import CounterSample, FabricNode, Link, Node, NodeType, Port, Topology
+from auditor.parse._common import DESCRIPTION_MAX
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
@@ -187,7 +188,7 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
         links.append(Link(ends[0][0], ends[0][1], ends[1][0], ends[1][1], lk.width, lk.speed))
     if unresolved:
         warnings.append(f"{unresolved} link(s) name a peer only by a LID no capture resolves")
-    return Topology(list(nodes.values()), ports, links)
+    return Topology(list(nodes.values()), ports, links, topo.cut)
 
 
 def _named(topo: Topology, names: dict[str, str]) -> list[FabricNode]:
@@ -256,6 +257,10 @@ def ingest_files(
                 store.add_nodes(sid, moment, _named(topo, node_names or {}))
                 store.add_ports(sid, moment, topo.ports)
                 store.add_links(sid, moment, topo.links)
+                if topo.cut:
+                    why = f"node description over {DESCRIPTION_MAX} characters (cut)"
+                    store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
+                    result.warnings.append(f"{len(topo.cut)} line(s): {why}")
                 snapshot_source = snapshot_source or sid
             else:
                 rows = _counter_rows(item.counters or [], ident, item.path)

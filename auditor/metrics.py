@@ -11,10 +11,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from auditor.safe_text import NAME_MAX, inert
+
 
 def _label(value: object) -> str:
-    # The exposition format escapes backslash, double quote and newline in label values.
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    # Names come from the fabric: made inert and bounded first (a control character becomes a
+    # visible escape), then the exposition format's own escapes: backslash, quote, newline.
+    text = inert(value, NAME_MAX)
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _labels(**kv: object) -> str:

@@ -50,6 +50,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 
 from auditor.config import Secret
 from auditor.errors import AuditorError, ConfigError
+from auditor.safe_text import inert
 
 EXIT_OK_NOTHING = 0
 EXIT_USAGE = AuditorError.exit_code  # 2
@@ -354,6 +355,25 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+LOG_MESSAGE_MAX = 2000  # a log record's message; a device's error text can be anything
+
+
+class InertText(logging.Filter):
+    """Makes a record's message (and traceback) inert: a device's error message or a log line
+    quoted in one comes from the fabric, and its escape sequences must not reach the terminal
+    that shows the rich console or tails the log file. One record stays one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = inert(record.getMessage(), LOG_MESSAGE_MAX)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = "\n".join(inert(line, None)
+                                        for line in record.exc_text.split("\n"))
+        return True
+
+
 def _secrets_in(obj: Any) -> Iterator[Secret]:
     if isinstance(obj, Secret):
         yield obj
@@ -413,11 +433,13 @@ def setup_logging(log_file: Path | None, interactive: bool,
         console.setFormatter(logging.Formatter("auditor: %(levelname)s: %(message)s"))
         console.setLevel(logging.ERROR)
     handlers.append(console)
-    redact = RedactSecrets(secrets)
+    redact, plain = RedactSecrets(secrets), InertText()
     for handler in handlers:
         # On the handlers, not the logger: a logger's filters do not see records propagated
-        # from child loggers (auditor.collect.onyx, paramiko), a handler's do.
+        # from child loggers (auditor.collect.onyx, paramiko), a handler's do. Secrets are
+        # redacted before the text is made inert (escaping could hide a secret from the match).
         handler.addFilter(redact)
+        handler.addFilter(plain)
         setattr(handler, _OURS, True)
         root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.INFO:
@@ -485,7 +507,9 @@ def progress(interactive: bool) -> Iterator[Steps]:
     if not interactive:
         yield Steps()
         return
-    with Progress(SpinnerColumn(finished_text="[green]✓"), TextColumn("{task.description}"),
+    # Step descriptions are shown as written (no markup), like every other text we print.
+    with Progress(SpinnerColumn(finished_text="[green]✓"),
+                  TextColumn("{task.description}", markup=False),
                   TimeElapsedColumn(), console=_console) as bar:
         yield RichSteps(bar)
 

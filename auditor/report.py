@@ -18,7 +18,8 @@ from auditor import graph, replacements
 from auditor.correlate import Evidence, Settings, gather
 from auditor.models import NodeType
 from auditor.rank import Suspect, as_json, rank
-from auditor.render import to_json
+from auditor.render import cell_limit, to_json
+from auditor.safe_text import csv_cell
 from auditor.store import Store
 
 CSV_COLUMNS = [
@@ -164,19 +165,23 @@ def build_report(store: Store, since: datetime, until: datetime, *,
 
 
 def replacements_csv(report: dict[str, Any]) -> str:
+    """One row per action. Every cell is inert text and never a formula (safe_text.csv_cell):
+    names, parts and evidence come from the fabric and end up in a technician's spreadsheet."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    limits = [cell_limit(c) for c in CSV_COLUMNS]
     for r in report["replacements"]:
         a, b, part = r["a"], r["b"] or {}, r["part"]
-        writer.writerow([
+        row = [
             r["priority"], r["verdict"], r["score"], r["action"],
             a["name"], a["label"], a["site"], a["row"], a["rack"], a["u"],
             b.get("name"), b.get("label"), b.get("site"), b.get("row"), b.get("rack"),
             b.get("u"), part["vendor"], part["part_number"], part["serial_number"],
             part["length"], r["first_flap"], r["last_flap"], r["jobs_failed"],
             r["gpu_hours_lost"], (r["evidence"] or [""])[0], r["ticket"],
-        ])
+        ]
+        writer.writerow([csv_cell(v, n) for v, n in zip(row, limits, strict=True)])
     return buf.getvalue()
 
 

@@ -29,6 +29,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
+
 DEFAULT_TOP_N = 10
 
 # Print-friendly palette: readable in greyscale, no dark fills.
@@ -106,7 +108,13 @@ def _float(value: Any) -> float | None:
 
 
 def _str(value: Any) -> str:
-    return "" if value is None else str(value)
+    # Names, parts, evidence and job ids come from the fabric: jinja2 escapes HTML, this makes
+    # control and bidi characters visible and bounds the length (also of the plots' labels).
+    return "" if value is None else inert(value, TEXT_MAX)
+
+
+def _name(value: Any) -> str:
+    return "" if value is None else inert(value, NAME_MAX)
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -141,7 +149,7 @@ def _end(raw: Any) -> dict[str, Any] | None:
         where.append(u if u.upper().startswith("U") else f"U{u}")
     port = _int(end.get("port"))
     label = _str(end.get("label")) or (f"port {port}" if port is not None else "")
-    return {"name": _str(end.get("name")) or "?", "label": label,
+    return {"name": _name(end.get("name")) or "?", "label": label,
             "location": " / ".join(where)}
 
 
@@ -438,7 +446,7 @@ def _neighbourhood_svg(hood: Mapping[str, Any], uid: str,
             continue
         kind = "hca" if _str(n.get("kind")) == "hca" else "switch"
         tier = _int(n.get("tier"))
-        nodes.append({"id": _str(n["id"]), "name": _str(n.get("name")) or _str(n["id"]),
+        nodes.append({"id": _str(n["id"]), "name": _name(n.get("name")) or _name(n["id"]),
                       "kind": kind, "tier": tier if tier in (0, 1, 2) else
                       (2 if kind == "hca" else 1), "x": n.get("x"), "y": n.get("y")})
     edges: list[dict[str, Any]] = [{"a": _str(_dict(e).get("a")), "b": _str(_dict(e).get("b")),
@@ -538,7 +546,7 @@ def _heatmap_svg(heatmap: Mapping[str, Any], uid: str) -> str | None:
         counts = [max(_int(c) or 0, 0) for c in _list(r.get("counts"))][:len(bins)]
         counts += [0] * (len(bins) - len(counts))
         if sum(counts) > 0:  # rows are the switches that flapped
-            rows.append((_str(r.get("switch")) or "?", counts))
+            rows.append((_name(r.get("switch")) or "?", counts))
     if not rows:
         return None
     rows.sort(key=lambda r: (-sum(r[1]), r[0]))

@@ -102,10 +102,7 @@ class SshRunner:
 
     def run(self, argv: list[str]) -> CommandResult:
         check(argv)
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self._settings.env.items()))
-        command = (f"env {env} " if env else "") + shlex.join(argv)
-        if self._settings.remote_dir:
-            command = f"cd {shlex.quote(self._settings.remote_dir)} && {command}"
+        command = remote_command(argv, self._settings.env, self._settings.remote_dir)
         try:
             _, stdout, stderr = self._client.exec_command(
                 command, timeout=self._settings.timeout_s
@@ -119,6 +116,17 @@ class SshRunner:
 
     def close(self) -> None:
         self._client.close()
+
+
+def remote_command(argv: list[str], env: dict[str, str], remote_dir: str | None) -> str:
+    """The shell command line the management host runs for `argv`: every word quoted (the
+    environment names too, although config.load already allows only [A-Za-z_][A-Za-z0-9_]*).
+    The config is trusted: PATH or LD_PRELOAD in [sweep.env] do change what runs."""
+    assignments = [f"{k}={v}" for k, v in sorted(env.items())]
+    command = shlex.join(["env", *assignments, *argv] if assignments else argv)
+    if remote_dir:
+        command = f"cd {shlex.quote(remote_dir)} && {command}"
+    return command
 
 
 def runner_for(settings: SweepSettings) -> Runner:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from auditor.safe_text import clip
+
 # infiniband-diags prints GUIDs with "%" PRIx64 in some places, so leading zeros may be missing.
 GUID_HEX = r"[0-9a-fA-F]{1,16}"
 
@@ -38,6 +40,20 @@ LANE_SPEEDS: dict[str, str] = {
     "106.25 Gbps": "NDR",
     "212.5 Gbps": "XDR",
 }
+
+
+# IBTA caps a NodeDescription at 64 bytes; a node-name map or a tool may add a little. Anything
+# longer is cut where it is parsed (the cut is counted per capture: `auditor sources`).
+DESCRIPTION_MAX = 256
+EXAMPLE_MAX = 200  # an example line stored with an issue
+
+
+def cap_description(desc: str, line_no: int, line: str, cut: list[tuple[int, str]]) -> str:
+    """`desc` cut to DESCRIPTION_MAX characters; a cut is noted in `cut` (line number, line)."""
+    if len(desc) <= DESCRIPTION_MAX:
+        return desc
+    cut.append((line_no, clip(line, EXAMPLE_MAX)))
+    return clip(desc, DESCRIPTION_MAX)
 
 
 def norm_guid(hex_digits: str) -> str:

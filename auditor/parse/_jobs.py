@@ -12,6 +12,7 @@ from datetime import UTC, datetime, tzinfo
 
 from auditor.models import Job
 from auditor.parse.hostlist import expand_hostlist
+from auditor.safe_text import clip
 
 
 @dataclass(slots=True)
@@ -122,8 +123,11 @@ def check_times(start: datetime | None, end: datetime | None) -> None:
         raise ValueError("end is before start")
 
 
+TEXT_MAX = 256  # a job name, partition or exit code: users choose job names
+
+
 def optional_text(text: str | None) -> str | None:
     if text is None:
         return None
     text = text.strip()
-    return text or None
+    return clip(text, TEXT_MAX) if text else None

@@ -29,8 +29,17 @@ from dataclasses import dataclass
 
 from auditor.errors import ParseError
 from auditor.models import Link, Node, NodeType, Port, Topology
-from auditor.parse._common import GUID_HEX, LANE_SPEEDS, WIDTHS, norm_guid, split_lines
+from auditor.parse._common import (
+    DESCRIPTION_MAX,
+    GUID_HEX,
+    LANE_SPEEDS,
+    WIDTHS,
+    cap_description,
+    norm_guid,
+    split_lines,
+)
 from auditor.parse.nodedesc import describe
+from auditor.safe_text import clip
 
 _KIND = "iblinkinfo"
 
@@ -101,6 +110,8 @@ def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLin
                 could_be_speed = LANE_SPEEDS.get(hint, "FDR10" if hint == "FDR10" else None)
     peer_lid = m.group("peer_lid")
     peer_guid = m.group("peer_guid")
+    # Cut as the node descriptions are, so that a long one still matches its node.
+    peer_desc = m.group("peer_desc")
     return _PortLine(
         guid=guid,
         port=int(m.group("port")),
@@ -114,7 +125,7 @@ def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLin
         peer_guid=norm_guid(peer_guid) if peer_guid is not None else None,
         peer_lid=int(peer_lid) if peer_lid is not None else None,
         peer_port=int(m.group("peer_port")) if peer_lid is not None else None,
-        peer_desc=m.group("peer_desc"),
+        peer_desc=clip(peer_desc, DESCRIPTION_MAX) if peer_desc is not None else None,
     )
 
 
@@ -132,6 +143,7 @@ def parse_iblinkinfo(text: str) -> Topology:
     section_guid: str | None = None  # current Switch: section
     section: tuple[NodeType, str] | None = None  # current CA:/Router: section
     line_mode_guids: set[str] = set()
+    cut: list[tuple[int, str]] = []
 
     for line_no, line in enumerate(split_lines(text), 1):
         first = line[:1]
@@ -170,7 +182,8 @@ def parse_iblinkinfo(text: str) -> Topology:
             line_info = nodes.get(guid)
             if line_info is None:
                 # %30s right-aligns the description; the padding is not part of it.
-                line_info = _NodeInfo(NodeType.HCA, m.group("desc").lstrip(), pl.lid, set())
+                desc = cap_description(m.group("desc").lstrip(), line_no, line, cut)
+                line_info = _NodeInfo(NodeType.HCA, desc, pl.lid, set())
                 nodes[guid] = line_info
             if line_info.port_numbers is not None:
                 line_info.port_numbers.add(pl.port)
@@ -184,14 +197,15 @@ def parse_iblinkinfo(text: str) -> Topology:
             section_guid = norm_guid(m.group(1))
             section = None
             if section_guid not in nodes:
-                nodes[section_guid] = _NodeInfo(NodeType.SWITCH, m.group(2))
+                desc = cap_description(m.group(2), line_no, line, cut)
+                nodes[section_guid] = _NodeInfo(NodeType.SWITCH, desc)
             continue
         m = _OTHER_HEADER_RE.match(line)
         if m is not None:
             node_type = _HEADER_TYPES.get(m.group(1))
             if node_type is None:
                 raise ParseError(_KIND, line_no, line, "unknown node type")
-            section = (node_type, m.group(2))
+            section = (node_type, cap_description(m.group(2), line_no, line, cut))
             section_guid = None
             continue
         raise ParseError(_KIND, line_no, line, "unrecognised line")
@@ -206,10 +220,11 @@ def parse_iblinkinfo(text: str) -> Topology:
             info.node_type = NodeType.SWITCH
         else:
             info.lid = None  # a CA's LID belongs to its port, see models.Node
-    return _build(nodes, port_lines)
+    return _build(nodes, port_lines, cut)
 
 
-def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine]) -> Topology:
+def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
+           cut: list[tuple[int, str]]) -> Topology:
     by_lid: dict[int, str | None] = {}  # None: LID used by two nodes
     by_desc_port: dict[tuple[str, int], str | None] = {}
     for pl in port_lines:
@@ -268,4 +283,4 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine]) -> Topology
     node_list = [
         Node(guid, info.node_type, info.description, None, info.lid) for guid, info in nodes.items()
     ]
-    return Topology(node_list, list(ports.values()), list(links.values()))
+    return Topology(node_list, list(ports.values()), list(links.values()), cut)

@@ -23,7 +23,14 @@ import re
 
 from auditor.errors import ParseError
 from auditor.models import Link, Node, NodeType, Port, Topology
-from auditor.parse._common import GUID_HEX, SPEEDS, WIDTHS, norm_guid, split_lines
+from auditor.parse._common import (
+    GUID_HEX,
+    SPEEDS,
+    WIDTHS,
+    cap_description,
+    norm_guid,
+    split_lines,
+)
 
 _KIND = "ibnetdiscover"
 
@@ -122,6 +129,7 @@ def _parse_topology(lines: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
     ports: dict[tuple[str, int], Port] = {}
     links: dict[_LinkKey, Link] = {}
+    cut: list[tuple[int, str]] = []
     current: Node | None = None
 
     for line_no, line in enumerate(lines, 1):
@@ -160,13 +168,15 @@ def _parse_topology(lines: list[str]) -> Topology:
         m = _SWITCH_RE.match(line)
         if m:
             guid = norm_guid(m.group(2))
-            current = Node(guid, NodeType.SWITCH, m.group(3), int(m.group(1)), int(m.group(4)))
+            desc = cap_description(m.group(3), line_no, line, cut)
+            current = Node(guid, NodeType.SWITCH, desc, int(m.group(1)), int(m.group(4)))
             nodes.setdefault(guid, current)
             continue
         m = _CA_RE.match(line)
         if m:
             guid = norm_guid(m.group(3))
-            current = Node(guid, _NODE_TYPES_DEFAULT[m.group(1)], m.group(4), int(m.group(2)))
+            desc = cap_description(m.group(4), line_no, line, cut)
+            current = Node(guid, _NODE_TYPES_DEFAULT[m.group(1)], desc, int(m.group(2)))
             nodes.setdefault(guid, current)
             continue
         if _IGNORED_RE.match(line):
@@ -175,13 +185,14 @@ def _parse_topology(lines: list[str]) -> Topology:
 
     if not nodes:
         raise _no_records()
-    return Topology(list(nodes.values()), list(ports.values()), list(links.values()))
+    return Topology(list(nodes.values()), list(ports.values()), list(links.values()), cut)
 
 
 def _parse_ports_report(lines: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
     ports: dict[tuple[str, int], Port] = {}
     links: dict[_LinkKey, Link] = {}
+    cut: list[tuple[int, str]] = []
 
     for line_no, line in enumerate(lines, 1):
         m = _PORTS_RE.match(line)
@@ -199,6 +210,7 @@ def _parse_ports_report(lines: list[str]) -> Topology:
         connected = m.group("peer_type") is not None
         desc = m.group("desc") if connected else m.group("lone_desc")
         if guid not in nodes:
+            desc = cap_description(desc, line_no, line, cut)
             nodes[guid] = Node(guid, node_type, desc, None, lid if is_switch else None)
         port = int(m.group("port"))
         if connected:
@@ -221,11 +233,12 @@ def _parse_ports_report(lines: list[str]) -> Topology:
 
     if not nodes:
         raise _no_records()
-    return Topology(list(nodes.values()), list(ports.values()), list(links.values()))
+    return Topology(list(nodes.values()), list(ports.values()), list(links.values()), cut)
 
 
 def _parse_list(lines: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
+    cut: list[tuple[int, str]] = []
     for line_no, line in enumerate(lines, 1):
         m = _LIST_RE.match(line)
         if not m:
@@ -233,9 +246,9 @@ def _parse_list(lines: list[str]) -> Topology:
                 continue
             raise ParseError(_KIND, line_no, line, "unrecognised -l list line")
         guid = norm_guid(m.group(2))
-        nodes.setdefault(
-            guid, Node(guid, _NODE_TYPES_LIST[m.group(1)], m.group(4), int(m.group(3)))
-        )
+        if guid not in nodes:
+            desc = cap_description(m.group(4), line_no, line, cut)
+            nodes[guid] = Node(guid, _NODE_TYPES_LIST[m.group(1)], desc, int(m.group(3)))
     if not nodes:
         raise _no_records()
-    return Topology(nodes=list(nodes.values()))
+    return Topology(nodes=list(nodes.values()), cut=cut)

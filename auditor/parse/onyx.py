@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from auditor.errors import ParseError
-from auditor.parse._common import split_lines
+from auditor.parse._common import DESCRIPTION_MAX, split_lines
+from auditor.safe_text import clip
 
 _STATUS_KIND = "onyx-ib-status"
 _XCVR_KIND = "onyx-transceiver"
@@ -145,7 +146,11 @@ class _Block:
     def build(self) -> Transceiver:
         if not self.fields and not self.other and not self.absent:
             raise ParseError(_XCVR_KIND, self.line_no, self.line, "port block has no fields")
-        f = self.fields.get
+        def f(key: str) -> str | None:
+            # EEPROM fields are 16-byte strings; a switch that prints more is cut, not stored.
+            value = self.fields.get(key)
+            return clip(value, DESCRIPTION_MAX) if value is not None else None
+
         return Transceiver(
             port=self.port,
             present=not self.absent,

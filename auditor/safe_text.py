@@ -1,0 +1,107 @@
+"""Fabric text made inert before a person, a terminal or a spreadsheet sees it.
+
+Node descriptions, host names, switch and host log lines and job logs are written by whoever has
+root on a host or a switch: they may hold rich markup (`[bold red]`), terminal escapes
+(`\\x1b[2J`), bidi overrides, spreadsheet formulas (`=HYPERLINK(...)`) or 200 kB of padding.
+The database keeps that text as it came (only its length is capped, at parse time: `clip`);
+every output goes through this module:
+
+* `inert(text, limit)` for a terminal, a table cell, an HTML page or a metric label: each
+  character Python would not print as itself (`str.isprintable`: C0 and C1 controls, DEL, bidi
+  and other format characters, line/paragraph separators, unusual spaces, surrogates,
+  unassigned code points) becomes a visible escape such as `\\x1b` or `\\u202e`, and the text is
+  cut to `limit` characters ending in an ellipsis. Rich markup is not this module's concern:
+  render.py hands cells to rich as `Text`, which is never parsed for markup.
+* `csv_cell(value, limit)` for one cell of every CSV we write: `inert`, and then the OWASP
+  rule against formula injection: a text cell whose first character (after spaces) is one of
+  `= + - @` gets a leading `'` (tab, CR and LF cannot lead any more: `inert` escaped them).
+  Decision: the quote goes on every *text* cell that starts so, even one that reads as a
+  negative number ("-3" from a log stays "'-3"); numbers the auditor computed itself (Python
+  int/float: scores, counts, deltas) are written as they are, so a spreadsheet still sums them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+NAME_MAX = 128  # a node, host or device name shown to a person (IB caps NodeDescription at 64)
+TEXT_MAX = 400  # any other cell: a log message, an evidence line, an action
+ELLIPSIS = "\u2026"
+
+# OWASP "CSV Injection": cells starting with these are formulas in Excel, LibreOffice and
+# Google Sheets (tab, CR and LF are in the list too; `inert` has already escaped them).
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(ch: str) -> str:
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    if ch in _SHORT:
+        return _SHORT[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, the last one an ellipsis when anything was cut.
+    Only the length: what is stored keeps its characters (see `inert` for display)."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def inert(text: object, limit: int | None = TEXT_MAX) -> str:
+    """`text` (anything: str() is applied) safe to show: every non-printable character as a
+    visible escape, at most `limit` characters (None: no limit) ending in an ellipsis if cut."""
+    s = text if isinstance(text, str) else str(text)
+    if limit is not None:
+        s = s[: limit + 1]  # each character yields at least one: enough to decide on the cut
+    if not s.isprintable():  # C speed for the common case: nothing to escape
+        s = "".join(_escape(ch) for ch in s)
+    return clip(s, limit) if limit is not None else s
+
+
+def _json_default(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def cell_text(value: Any) -> str:
+    """A value as the text of one table or CSV cell (before `inert`): lists and dicts as JSON,
+    times to the second, None as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, list | dict | tuple):
+        return json.dumps(value, default=_json_default)
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+def csv_cell(value: Any, limit: int | None = TEXT_MAX) -> str:
+    """One CSV cell: inert text, never a formula (see the module docstring for the rule).
+    JSON cells (lists, dicts) are not cut: cutting would break them, and their parts are
+    bounded where they are parsed."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        return str(value)  # our own number: a spreadsheet may read "-3" as minus three
+    if isinstance(value, list | dict | tuple):
+        limit = None
+    text = inert(cell_text(value), limit)
+    if text.lstrip(" ").startswith(FORMULA_START):
+        return "'" + text
+    return text
+
+
+def is_csv_safe(cell: str) -> bool:
+    """What `csv_cell` guarantees: printable, and no formula at the start (tests use it)."""
+    return cell.isprintable() and not cell.lstrip(" ").startswith(FORMULA_START)
