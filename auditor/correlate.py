@@ -164,8 +164,11 @@ def _in_maintenance(f: Flap, windows: list[tuple[set[str], set[PortKey], datetim
                     ) -> bool:
     if f.down_at is None:
         return False
+    # A link-down only a counter saw happened somewhere between the two readings.
+    first = f.counted_from if f.counted_from is not None else f.down_at
     for nodes, ports, start, end in windows:
-        if start <= f.down_at <= end and any(g in nodes or (g, p) in ports for g, p in f.ends):
+        if first <= end and start <= f.down_at and any(
+                g in nodes or (g, p) in ports for g, p in f.ends):
             return True
     return False
 
@@ -322,8 +325,15 @@ def _interval(e: dict[str, Any], start: datetime, end: datetime) -> tuple[dateti
     if e["event_at"] is not None:
         return e["event_at"], e["event_at"], "stamp"
     lo, hi = e["not_before"], e["not_after"]
-    how = "stamped lines around it" if lo is not None or hi is not None else "sacct"
+    how = "neighbours" if lo is not None or hi is not None else "sacct"
     return (lo if lo is not None else start), (hi if hi is not None else end), how
+
+
+_HOW = {
+    frozenset({"stamp"}): "its NCCL error's stamp",
+    frozenset({"neighbours"}): "the stamped lines around its untimed NCCL errors",
+    frozenset({"sacct"}): "sacct Start and End (its NCCL errors carry no time)",
+}
 
 
 def _fault_window(view: _JobView, death: DeathTime, start: datetime, end: datetime
@@ -337,8 +347,9 @@ def _fault_window(view: _JobView, death: DeathTime, start: datetime, end: dateti
         # The first error lies before every error's upper bound and after the lowest lower one.
         first_lo = min(sp[0] for sp in spans)
         first_hi = min(sp[1] for sp in spans)
-        how = "its NCCL error's stamp" if first_lo == first_hi else (
-            "its NCCL errors' " + next(sp[2] for sp in spans if sp[1] == first_hi))
+        how = _HOW.get(frozenset(sp[2] for sp in spans),
+                       "its NCCL errors: stamped, and untimed ones bounded by the stamped "
+                       "lines around them or by sacct Start")
         return max(start, first_lo - hi_d), max(start, first_hi - lo_d), how
     hung = [e for e in view.errors if e["kind"] == "watchdog_timeout" and e["ran_ms"]
             and e["event_at"] is not None]
@@ -462,7 +473,12 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         devices = {d for _, d in named}
         guids = hcas.rail(hosts, devices) if devices else []
         footprint = _footprint(g, guids or [x for h in hosts for x in hcas.of.get(h, [])])
-        named_links = {lk for h, d in named for guid in hcas.named(h, d)
+        # The HCA cables the job's own errors point at: the HCA each names, or every HCA of a
+        # reporting host whose errors name none (WARN-only logs of NCCL < 2.22).
+        reporters = {h for e in net if (h := resolver.host(e["host"]))}
+        unnamed = reporters - {h for h, _ in named}
+        named_links = {lk for guid in ([x for h, d in named for x in hcas.named(h, d)]
+                                       + [x for h in unnamed for x in hcas.of.get(h, [])])
                        for lk in _link_keys(graph.node_links(g, guid))}
         # The flap that killed it: on the footprint, long enough for this job's NCCL to give up,
         # starting (for the job) inside the fault window; the earliest such flap started it.
@@ -549,10 +565,12 @@ def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
             if not hosts <= mine or job["start_at"] is None:
                 continue
             if first is not None and last is not None:
-                running = job["end_at"] is None
-                if job["start_at"] - LOG_WRITE_SLACK <= first and (
-                        running or last <= job["end_at"] + LOG_WRITE_SLACK):
-                    fits.append((timedelta(0), job["job_id"]))
+                # How far the log's stamps stick out of the job's run: 0 for the job that ran
+                # them; a neighbour's slack-wide overlap only wins when nothing fits better.
+                outside = max(timedelta(0), job["start_at"] - first) + (
+                    max(timedelta(0), last - job["end_at"]) if job["end_at"] else timedelta(0))
+                if outside <= LOG_WRITE_SLACK:
+                    fits.append((outside, job["job_id"]))
             elif lg["written_at"] is not None and job["end_at"] is not None:
                 gap = lg["written_at"] - job["end_at"]
                 if timedelta(0) - LOG_WRITE_SLACK <= gap <= LOG_WRITE_SLACK:

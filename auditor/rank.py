@@ -2,8 +2,9 @@
 a verdict (cable, transceiver, switch_port, switch, hca, host) and an action in words.
 
 Points, each written into the evidence:
-- every flap 1, every flap longer than NCCL's death time (about 7 s) 2 more, and the
-  cumulative downtime as 0.5 * log2(1 + downtime / 7 s): downtime kills jobs, not flap counts;
+- every flap 1, every flap longer than NCCL's death time (8.6 s for NCCL 2.14-2.22) 2 more,
+  and the cumulative downtime as 0.5 * log2(1 + downtime / 8.6 s): downtime kills jobs, not
+  flap counts;
 - every failed job the link is blamed for 3, plus GPU-hours lost (0.01 per GPU-hour, at most 3);
 - failing NCCL pairs' votes 2 per vote;
 - symbol errors or link-error recoveries above their rate thresholds (IBTA BER 1e-12 is about
@@ -83,7 +84,7 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
         points += len(real) + 2 * long_flaps + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S)
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
-            f"{len(real)} flap(s), {long_flaps} longer than {NCCL_DEATH_S:.0f} s, "
+            f"{len(real)} flap(s), {long_flaps} longer than {NCCL_DEATH_S:.1f} s, "
             f"{downtime:.0f} s down in all (first {_fmt(real[0].down_at)}, "
             f"seen by {', '.join(sources)})")
     if still_down:

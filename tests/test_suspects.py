@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.errors import AuditorError
 from auditor.simulate.evaluate import evaluate
-from auditor.simulate.scenario import generate
+from auditor.simulate.scenario import REALISTIC, generate
 
 runner = CliRunner()
 
@@ -90,3 +90,51 @@ def test_no_topology_is_a_clear_error(tmp_path: Path) -> None:
     res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h"])
     assert isinstance(res.exception, AuditorError)
     assert "no topology snapshot" in str(res.exception)
+
+
+# ---------------------------------------------------------------------------------------------
+# Job evidence as clusters write it (issue #10): 8 rails, untimed NCCL lines of several
+# releases (each with its own death time), launcher prefixes, sacct steps, one switch's syslog
+# lost. Logs given with --job, and the same logs matched by host and time.
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["with_job_ids", "matched_logs"])
+def realistic(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[Path, dict]:
+    folder = tmp_path_factory.mktemp("realistic")
+    generate(folder, seed=3, spines=8, leaves=16, hosts_per_leaf=16, **REALISTIC)
+    db = folder / "a.duckdb"
+    score, truth = evaluate(folder, db, match_logs=request.param)
+    return db, truth | {"_score": score}
+
+
+def test_realistic_scenario_ranks_the_killers_without_false_blames(
+        realistic: tuple[Path, dict]) -> None:
+    _, truth = realistic
+    score = truth["_score"]
+    assert truth["lost_switch_logs"] and truth["network_failed_jobs"]
+    assert len({j["nccl_version"] for j in truth["network_failed_jobs"]}) >= 2
+    assert score.recall == 1.0, score.top
+    assert score.false_blames == []
+    assert sorted(score.switch_suspects) == sorted(r["name"] for r in truth["switch_reboots"])
+
+
+def test_realistic_gpu_failures_are_never_blamed_on_a_link(realistic: tuple[Path, dict]) -> None:
+    db, truth = realistic
+    data = suspects(db)
+    other = {j["job_id"] for j in truth["non_network_failed_jobs"]}
+    assert other and data["jobs"]["other_causes"] == len(other)
+    blamed = " ".join(" ".join(s["evidence"]) for s in data["suspects"])
+    assert not any(job in blamed for job in other)
+
+
+def test_realistic_evidence_says_how_a_death_was_timed(realistic: tuple[Path, dict]) -> None:
+    db, truth = realistic
+    data = suspects(db)
+    text = " ".join(" ".join(s["evidence"]) for s in data["suspects"])
+    assert "the fault began" in text and "gives up after" in text
+    # untimed NCCL lines: placed by the PyTorch lines stamped around them, never given a stamp
+    assert "untimed" in text and "stamped lines around" in text
+    # every job that died of the network is put down to the network, none left unexplained
+    assert data["jobs"]["network"] == len(truth["network_failed_jobs"])
+    assert data["jobs"]["unexplained"] == 0
