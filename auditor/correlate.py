@@ -502,17 +502,26 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                 continue  # shorter than this job's NCCL waits: absorbed, however close
             suspects.append((began, link, f))
         pairs = _pair_paths(g, net, resolver, hcas)
+        # Links that went down with a whole switch or host, or in maintenance, around the
+        # fault: the job's errors on them are that event's, not the cable's.
+        near = timedelta(minutes=5)
+        evented = {lk for lk in footprint | named_links for f in flaps_by_link.get(lk, [])
+                   if (id(f) in event_of or id(f) in maint) and f.down_at is not None
+                   and fault_lo - near <= f.down_at <= fault_hi + near}
         for e in net:  # the HCA itself saw its port go down: evidence on that cable
             if e["kind"] == "async_event" and e["hca"] and (h := resolver.host(e["host"])):
                 guid = hcas.by_device.get((h, e["hca"]))
                 for lk in _link_keys(graph.node_links(g, guid)) if guid else []:
-                    links.setdefault(lk, LinkEvidence(lk)).port_errors.add(job["job_id"])
+                    if lk not in evented:
+                        links.setdefault(lk, LinkEvidence(lk)).port_errors.add(job["job_id"])
+        pairs = [p for p in pairs if not (len(p) == 1 and p[0] in evented)]
         if suspects:
             failed_net += 1
             suspects.sort(key=lambda s: s[0])
             _, link, f = suspects[0]
             node_ev = event_of.get(id(f))
             explained = {link_of(x.ends) for x in node_ev.flaps} if node_ev else {link}
+            explained |= evented
             if f.counted_from is not None:
                 record = record | {"counted_flap": True}
             if node_ev is not None:
