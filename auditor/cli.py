@@ -736,18 +736,10 @@ def simulate(
                 raise ValueError(f"--ib-timeouts {ib_timeouts!r}: numbers or `default`")
             options["ib_timeouts"] = tuple(
                 None if v.lower() in ("default", "none") else int(v) for v in words)
-        if info_share is not None:
-            options["info_share"] = info_share
-        if nccl_stamps is not None:
-            options["nccl_stamps"] = nccl_stamps
-        if channel_lines is not None:
-            options["channel_lines"] = channel_lines
-        if launcher_prefixes is not None:
-            options["launcher_prefixes"] = launcher_prefixes
-        if sacct_steps is not None:
-            options["sacct_steps"] = sacct_steps
-        if lost_switch_logs is not None:
-            options["lost_switch_logs"] = lost_switch_logs
+        given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
+                 "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
+                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs}
+        options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
