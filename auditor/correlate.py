@@ -480,27 +480,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         named_links = {lk for guid in ([x for h, d in named for x in hcas.named(h, d)]
                                        + [x for h in unnamed for x in hcas.of.get(h, [])])
                        for lk in _link_keys(graph.node_links(g, guid))}
-        # The flap that killed it: on the footprint, long enough for this job's NCCL to give up,
-        # starting (for the job) inside the fault window; the earliest such flap started it.
-        skew = cfg.after
-        suspects: list[tuple[datetime, LinkKey, Flap]] = []
-        for link, f in ((lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])):
-            if f.down_at is None:
-                continue
-            if f.counted_from is not None:
-                # Only a counter saw it: it may be the killer when the job named this HCA and
-                # the counter stepped across the fault window.
-                if link in named_links and f.counted_from <= fault_hi + skew \
-                        and f.down_at >= fault_lo - skew:
-                    suspects.append((max(f.counted_from, fault_lo), link, f))
-                continue
-            began = max(f.down_at, start)
-            if not max(fault_lo - skew, fault_hi - cfg.before) <= began <= fault_hi + skew:
-                continue
-            lasted = f.duration_s if f.up_at is not None else math.inf
-            if lasted is not None and lasted + DURATION_TOLERANCE_S < death.lo:
-                continue  # shorter than this job's NCCL waits: absorbed, however close
-            suspects.append((began, link, f))
+        suspects = _killers([(lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])],
+                            named_links, (fault_lo, fault_hi), death, start, cfg)
         pairs = _pair_paths(g, net, resolver, hcas)
         # Links that went down with a whole switch or host, or in maintenance, around the
         # fault: the job's errors on them are that event's, not the cable's.
@@ -517,7 +498,6 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
         pairs = [p for p in pairs if not (len(p) == 1 and p[0] in evented)]
         if suspects:
             failed_net += 1
-            suspects.sort(key=lambda s: s[0])
             _, link, f = suspects[0]
             node_ev = event_of.get(id(f))
             explained = {link_of(x.ends) for x in node_ev.flaps} if node_ev else {link}
@@ -548,6 +528,34 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
             unexplained += 1
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names)
+
+
+def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
+             fault: tuple[datetime, datetime], death: DeathTime, start: datetime,
+             cfg: Settings) -> list[tuple[datetime, LinkKey, Flap]]:
+    """The flaps that can have killed a job, earliest first (the first one started the storm):
+    on its footprint, long enough for its NCCL to give up, beginning (for the job) inside the
+    fault window. A link-down only a counter saw qualifies when the job's errors name that
+    HCA's host and the counter stepped across the fault window."""
+    lo, hi = fault
+    skew = cfg.after
+    out: list[tuple[datetime, LinkKey, Flap]] = []
+    for link, f in candidates:
+        if f.down_at is None:
+            continue
+        if f.counted_from is not None:
+            if link in named_links and f.counted_from <= hi + skew and f.down_at >= lo - skew:
+                out.append((max(f.counted_from, lo), link, f))
+            continue
+        began = max(f.down_at, start)
+        if not max(lo - skew, hi - cfg.before) <= began <= hi + skew:
+            continue
+        lasted = f.duration_s if f.duration_s is not None else math.inf  # still down
+        if lasted + DURATION_TOLERANCE_S < death.lo:
+            continue  # shorter than this job's NCCL waits: absorbed, however close
+        out.append((began, link, f))
+    out.sort(key=lambda s: s[0])
+    return out
 
 
 def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
