@@ -517,13 +517,13 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                 voted.voters.add(job["job_id"])
         elif votes := _votes(pairs):
             failed_net += 1
-            best = max(votes.values())
             for vlink, weight in votes.items():
                 voted = links.setdefault(vlink, LinkEvidence(vlink))
                 voted.votes += weight
                 voted.voters.add(job["job_id"])
-                if weight == best:
-                    voted.jobs.append(record | {"by_votes": True})
+            blamed = _top_voted(votes, links)
+            if blamed is not None:
+                links[blamed].jobs.append(record | {"by_votes": True})
         else:
             unexplained += 1
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
@@ -598,6 +598,19 @@ def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
     return out
 
 
+def _top_voted(votes: dict[LinkKey, float], links: dict[LinkKey, LinkEvidence]
+               ) -> LinkKey | None:
+    """The one link a job's votes blame (007: the top-voted link). A tie (pairs whose paths
+    spread over equal-cost routes, or a host's rails when no error names its HCA) goes to the
+    one tied link that other evidence already points at; otherwise nobody takes the job."""
+    best = max(votes.values())
+    top = [lk for lk, w in votes.items() if w == best]
+    if len(top) > 1:
+        top = [lk for lk in top if (le := links.get(lk)) is not None and (
+            le.flaps or le.jobs or le.port_errors or le.rising or le.degraded)]
+    return top[0] if len(top) == 1 else None
+
+
 def _first_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The errors that start a job's trouble: those within 60 s of its first dated network
     error, and the first untimed error of each (host, HCA, peer); later ones are fallout of the
@@ -619,8 +632,8 @@ def _pair_paths(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostR
         a = resolver.host(e["host"])
         if a is None:
             continue
-        if e["kind"] == "async_event" and e["hca"]:
-            own.add((a, e["hca"]))
+        if e["kind"] == "async_event":
+            own.add((a, e["hca"] or ""))  # no device (NCCL < 2.20): one of the host's HCAs
             continue
         b = resolver.host(e["peer"])
         if b and a != b:
@@ -632,9 +645,10 @@ def _pair_paths(g: nx.MultiGraph, errors: list[dict[str, Any]], resolver: _HostR
         if path:
             paths.append(_link_keys(path))
     for a, dev in sorted(own):
-        guid = hcas.by_device.get((a, dev))
-        if guid:
-            paths.append(_link_keys(graph.node_links(g, guid)))
+        own_links = [lk for guid in hcas.named(a, dev or None)
+                     for lk in _link_keys(graph.node_links(g, guid))]
+        if own_links:
+            paths.append(own_links)
     return paths
 
 

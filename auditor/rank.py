@@ -80,8 +80,13 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
     downtime = sum(durations) + sum((ev.until - f.down_at).total_seconds()
                                     for f in still_down if f.down_at)
     long_flaps = sum(1 for d in durations if d >= NCCL_DEATH_S) + len(still_down)
-    if real:
+    if len(real) == 1 and not long_flaps and not le.jobs:
+        # One flap shorter than NCCL's death time that no job died of: a reseat, absorbed. It
+        # weighs less than a link-down of unknown length that only a counter saw.
+        points += 0.5
+    elif real:
         points += len(real) + 2 * long_flaps + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S)
+    if real:
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
             f"{len(real)} flap(s), {long_flaps} longer than {NCCL_DEATH_S:.1f} s, "
