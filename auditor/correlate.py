@@ -42,7 +42,7 @@ from auditor.errors import AuditorError
 from auditor.flaps import Flap, PortKey, flaps
 from auditor.health import degraded_links
 from auditor.models import Fabric, NodeType
-from auditor.nccl import DeathTime, job_death
+from auditor.nccl import UNKNOWN_BOUNDS, DeathTime, death_s, default_ib_timeout, job_death
 from auditor.parse.joblog import ipoib_link_local_to_guid
 from auditor.portmap import port_number
 from auditor.store import Store
@@ -94,6 +94,7 @@ class LinkEvidence:
     voters: set[str] = field(default_factory=set)
     degraded: str = ""  # "running at 1X HDR, could be 4X HDR" from the newest snapshot
     port_errors: set[str] = field(default_factory=set)  # jobs whose HCA saw this port go down
+    survived: set[str] = field(default_factory=set)  # jobs that ran across a deadly flap and lived
 
 
 @dataclass(slots=True)
@@ -526,8 +527,36 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                 links[blamed].jobs.append(record | {"by_votes": True})
         else:
             unexplained += 1
+    _survivors(links, jobs, fabric, resolver)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names)
+
+
+def _survivors(links: dict[LinkKey, LinkEvidence], jobs: list[dict[str, Any]], fabric: Fabric,
+               resolver: _HostResolver) -> None:
+    """Jobs that ran on an HCA's host through a flap of its cable longer than any NCCL since
+    2.14 waits (34 s) and did not die of it: the flap did not touch their traffic (the rail
+    unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT). Evidence shown beside the flaps."""
+    deadly = death_s(default_ib_timeout(UNKNOWN_BOUNDS[1]) or 20)
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs:
+        if job["start_at"] is not None:
+            for h in job["hosts"]:
+                if (who := resolver.host(h)) is not None:
+                    by_host[who].append(job)
+    for le in links.values():
+        hosts = {fabric.nodes[g].name for g, _ in le.link
+                 if g in fabric.nodes and fabric.nodes[g].node_type == NodeType.HCA}
+        for f in le.flaps:
+            if not hosts or f.down_at is None or f.up_at is None or \
+                    (f.duration_s or 0) <= deadly:
+                continue
+            for h in hosts:
+                for job in by_host.get(h, []):
+                    # Still running 10 minutes after the link came back: it lived through it.
+                    after = job["end_at"] is None or job["end_at"] > f.up_at + timedelta(minutes=10)
+                    if job["start_at"] <= f.down_at and after:
+                        le.survived.add(job["job_id"])
 
 
 def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],

@@ -105,6 +105,11 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | No
         evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
         evidence += [_job_timing(j) for j in sorted(le.jobs, key=lambda j: j["job_id"])[:3]
                      if "fault_between" in j]
+    if le.survived:
+        ids = ", ".join(sorted(le.survived)[:5])
+        evidence.append(f"{len(le.survived)} job(s) on this host ran through its flap(s) longer "
+                        f"than any NCCL waits and lived ({ids}): their traffic was not on this "
+                        "cable (rail unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT)")
     if le.port_errors:
         points += 1
         ids = ", ".join(sorted(le.port_errors)[:5])

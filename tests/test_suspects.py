@@ -138,3 +138,47 @@ def test_realistic_evidence_says_how_a_death_was_timed(realistic: tuple[Path, di
     # every job that died of the network is put down to the network, none left unexplained
     assert data["jobs"]["network"] == len(truth["network_failed_jobs"])
     assert data["jobs"]["unexplained"] == 0
+
+
+def test_a_job_that_lived_through_a_long_flap_of_its_hosts_cable_is_shown(tmp_path: Path) -> None:
+    """A 90 s flap kills any NCCL since 2.14 whose traffic crosses it; a job on that host that
+    ran on through it is evidence its traffic was not on that cable."""
+    from datetime import UTC, datetime, timedelta
+
+    from auditor.demo import build_demo
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db)
+    links = json.loads(runner.invoke(app, ["--db", str(db), "links", "--format",
+                                           "json"]).stdout)
+    host_link = next(lk for lk in links if "node" in lk["a_name"]
+                     and lk["b_name"].startswith("leaf"))
+    now = datetime.now(UTC).replace(microsecond=0)
+    down = now - timedelta(hours=3)
+    up = down + timedelta(seconds=90)
+    leaf, port = host_link["b_name"], host_link["b_port"]
+    log = tmp_path / "switch.log"
+    log.write_text(
+        f"{down.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{port} "
+        "changed state to DOWN\n"
+        f"{up.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{port} "
+        "changed state to UP\n")
+    sacct = tmp_path / "sacct.txt"
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    sacct.write_text("JobID|State|Start|End|NodeList\n"
+                     f"97531|COMPLETED|{(down - timedelta(hours=1)):{fmt}}|"
+                     f"{(up + timedelta(hours=1)):{fmt}}|{host_link['a_name']}\n"
+                     f"97532|COMPLETED|{(down - timedelta(hours=1)):{fmt}}|"
+                     f"{(down + timedelta(seconds=60)):{fmt}}|{host_link['a_name']}\n")
+    for args in (["ingest", str(log)], ["ingest", "--kind", "sacct", str(sacct)]):
+        res = runner.invoke(app, ["--db", str(db), *args])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              (now + timedelta(minutes=1)).isoformat(), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    mine = [s for s in json.loads(res.stdout)["suspects"]
+            if {e["name"] for e in s["ends"]} == {leaf, host_link["a_name"]}]
+    assert mine, "the flapping cable is a suspect"
+    lived = [line for line in mine[0]["evidence"] if "lived" in line]
+    # 97532 ended during the flap: not a survivor
+    assert lived and "97531" in lived[0] and "97532" not in lived[0]
