@@ -260,7 +260,8 @@ def _one(run: LogRun, line_no: int, line: str) -> None:
         run.add(line_no, line, None, parsed, None, native)
         return
     when, fields, text = parsed
-    run.add(line_no, line, when, fields, None, text)
+    # A 329 whose text is empty still names its ends in the object: keep the line as message.
+    run.add(line_no, line, when, fields, None, text.strip() or native.strip())
 
 
 def parse_ufm_events(lines: Iterable[tuple[int, str]], *, tz: tzinfo = UTC) -> SyslogResult:
