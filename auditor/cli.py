@@ -6,9 +6,10 @@ import gc
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from auditor import config as config_mod
 from auditor import fabric as fabric_mod
@@ -16,7 +17,32 @@ from auditor.errors import AuditorError
 from auditor.render import FORMATS, render_rows, to_json, to_table
 from auditor.safe_text import NAME_MAX, inert
 
+if TYPE_CHECKING:
+    from typer import _click
+
+    from auditor.store import Store
+
+
+def _fail(exc: AuditorError) -> NoReturn:
+    """One line on stderr per message (never a traceback), and the error's exit code."""
+    for line in exc.messages():
+        typer.echo(inert(f"error: {line}", None), err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+class _Commands(TyperGroup):
+    """Every command's AuditorError becomes its message and exit code, whether the command line
+    runs as `auditor` or is invoked in-process (typer's CliRunner)."""
+
+    def invoke(self, ctx: _click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AuditorError as exc:
+            _fail(exc)
+
+
 app = typer.Typer(
+    cls=_Commands,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals can hold passwords and SNMP communities
     add_completion=False,
@@ -39,6 +65,13 @@ AtOpt = Annotated[
 
 def _settings() -> config_mod.Settings:
     return config_mod.load(_state.config, _state.db)
+
+
+def _open(settings: config_mod.Settings, read_only: bool = False) -> Store:
+    """The database, waiting up to `[store] busy_timeout_s` while another process holds it."""
+    from auditor.store import Store
+
+    return Store(settings.db, read_only=read_only, busy_timeout_s=settings.busy_timeout_s)
 
 
 def _at(value: str | None) -> datetime:
@@ -97,10 +130,13 @@ def ingest(
     fmt: FormatOpt = "table",
 ) -> None:
     """Read captured tool output and logs into the database (one transaction; re-ingesting a file
-    is a no-op). Logs may be plain or .gz, rotated files in any order.
+    with the same options is a no-op, with other --kind/--job/--year/--tz it replaces what the
+    file stored). Logs may be plain or .gz (a damaged .gz is read up to the damage), rotated
+    files in any order.
 
     `--at` is when a topology or counter snapshot was taken; files ingested together share it.
-    Log lines that cannot be used are counted per reason (see `auditor sources`).
+    Log lines that cannot be used (NUL bytes included) are counted per reason (see
+    `auditor sources`).
 
     Example:
 
@@ -113,7 +149,6 @@ def ingest(
         auditor ingest --kind joblog --job 4242 rank0.log
     """
     from auditor.ingest import ingest_files, load_node_names, plan_ingest
-    from auditor.store import Store
 
     _check_format(fmt)
     settings = _settings()
@@ -124,9 +159,10 @@ def ingest(
     from auditor.events import ingest_logs
     from auditor.jobs import JobOptions, ingest_job_files
 
-    with Store(settings.db) as store, store.transaction():
+    with _open(settings) as store, store.transaction():
         results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
-                               node_names=names) if plan.captures else []
+                               node_names=names, aliases=settings.aliases) \
+            if plan.captures else []
         if plan.logs:
             results += ingest_logs(store, plan.logs, plan.log_kind, opts)
         if plan.job_files:
@@ -165,10 +201,9 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
 
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
-    from auditor.store import Store
 
     _check_format(fmt)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         data = fabric_mod.topology(store, _at(at))
     if fmt == "json":
         _out(to_json(data))
@@ -223,10 +258,9 @@ def links(
 
         auditor links --degraded --down --format csv
     """
-    from auditor.store import Store
 
     _check_format(fmt)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         rows = fabric_mod.links(store, _at(at), degraded_only=degraded, down_only=down)
     columns = None if fmt != "table" else [
         "a_name", "a_port", "b_name", "b_port", "state", "width", "speed", "note"]
@@ -239,23 +273,23 @@ def sweep(fmt: FormatOpt = "table") -> None:
 
     Runs locally, or over SSH on the management host named in the config ([sweep] host).
     Raw captures are kept beside the database (captures/<time>/) for replay with `ingest`.
-    Exit code 1 when a command failed (the rest is still ingested).
+    Exit code 1 when a command failed (the rest is still ingested); an unreachable management
+    host fails its commands, and the switches, hosts and log files are still read.
 
     Example:
 
         auditor --config auditor.toml sweep
     """
-    from auditor.collect.runner import runner_for
+    from auditor.collect.runner import open_runner
     from auditor.ingest import load_node_names
-    from auditor.store import Store
     from auditor.sweep import sweep as run_sweep
 
     _check_format(fmt)
     settings = _settings()
     names = load_node_names(settings.node_name_map)
-    runner = runner_for(settings.sweep)
+    runner = open_runner(settings.sweep)  # unreachable: its commands fail, the rest runs
     try:
-        with Store(settings.db) as store:
+        with _open(settings) as store:
             result = run_sweep(store, settings, runner, node_names=names)
     finally:
         runner.close()
@@ -280,10 +314,9 @@ def sources(fmt: FormatOpt = "table") -> None:
 
         auditor sources --format json
     """
-    from auditor.store import Store
 
     _check_format(fmt)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         rows = store.sources()
         issues = store.issues()
     by_source: dict[int, list[dict[str, Any]]] = {}
@@ -326,11 +359,11 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
         auditor flaps --since 24h --format json
     """
     from auditor import flaps as flaps_mod
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     _check_format(fmt)
     start, end = _window(since, until)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         found = flaps_mod.flaps(store, utc_naive(start), utc_naive(end))
         names = store.node_names()
     rows = [flaps_mod.as_dict(f, names, utc_naive(end)) for f in found]
@@ -369,14 +402,14 @@ def suspects(
     """
     from auditor.correlate import gather, settings_from
     from auditor.rank import as_json, rank
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     _check_format(fmt)
     if limit is not None and limit < 1:
         raise AuditorError("--limit must be at least 1")
     settings = _settings()
     start, end = _window(since, until)
-    with Store(settings.db, read_only=True) as store:
+    with _open(settings, read_only=True) as store:
         cfg = settings_from(settings.ranking)
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
     data = as_json(evidence, rank(evidence, cfg), limit)
@@ -412,11 +445,11 @@ def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "ta
 
         auditor events --since 2h --format csv
     """
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     _check_format(fmt)
     start, end = _window(since, until)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         rows = store.events(utc_naive(start), utc_naive(end))
     columns = None if fmt != "table" else [
         "event_at", "state", "device", "port_name", "guid", "port", "origin", "path", "line_no"]
@@ -432,11 +465,11 @@ def counters(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "
 
         auditor counters --since 7d --format json
     """
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     _check_format(fmt)
     start, end = _window(since, until)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         rows = [r for r in store.counter_deltas(utc_naive(start), utc_naive(end)) if r["delta"]]
         names = store.node_names()
     for r in rows:
@@ -465,12 +498,11 @@ def snmp_poll(
 
         auditor --config auditor.toml snmp poll --switch leaf01
     """
-    from auditor.store import Store
     from auditor.switchside import poll_snmp
 
     _check_format(fmt)
     settings = _settings()
-    with Store(settings.db) as store:
+    with _open(settings) as store:
         outcomes = poll_snmp(store, settings, names=switch or None)
     rows = [{"device": o.device, "status": o.status, "events": o.events, "detail": o.detail}
             for o in outcomes]
@@ -487,10 +519,9 @@ def devices(fmt: FormatOpt = "table") -> None:
 
         auditor devices --format json
     """
-    from auditor.store import Store
 
     _check_format(fmt)
-    with Store(_settings().db, read_only=True) as store:
+    with _open(_settings(), read_only=True) as store:
         rows = store.device_status()
     _out(render_rows(rows, fmt, title="devices"))
 
@@ -540,11 +571,11 @@ def report(
     """
     from auditor.correlate import settings_from
     from auditor.report import build_report, write_report
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     settings = _settings()
     start, end = _window(since, until)
-    with Store(settings.db, read_only=True) as store:
+    with _open(settings, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                             verify_days=settings.nightly.verify_days, limit=limit,
                             cfg=settings_from(settings.ranking))
@@ -569,10 +600,9 @@ def replaced(
         auditor replaced --link "leaf04:IB1/7" --part cable --ticket T123
     """
     from auditor.replacements import record
-    from auditor.store import Store
 
     settings = _settings()
-    with Store(settings.db) as store:
+    with _open(settings) as store:
         done = record(store, link, part, ticket, _at(at), aliases=settings.aliases)
     serials = ", ".join(done["old_serials"]) or "unknown"
     _out(f"recorded {done['part']} swap on {done['link']} (ticket {done['ticket']}; old serial "
@@ -590,11 +620,10 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
         auditor replacements --format json
     """
     from auditor.replacements import status
-    from auditor.store import Store
 
     _check_format(fmt)
     settings = _settings()
-    with Store(settings.db, read_only=True) as store:
+    with _open(settings, read_only=True) as store:
         rows = status(store, _at(at), settings.nightly.verify_days)
     _out(render_rows(rows, fmt, title="replacements"))
 
@@ -611,19 +640,24 @@ def nightly_cmd(
     captures and reports, log to a file. Quiet without a terminal, progress bars with one.
 
     Exit codes: 0 nothing new to replace; 10 new suspects since the last run; 20 some sources
-    failed (the report is still written); 2 usage or config error; 75 another run holds the
-    lock (this one exits at once).
+    failed (the report is still written); 30 both 10 and 20; 2 usage or config error, or the
+    report or metrics could not be written (the suspects stay new for the next run); 3 another
+    process held the database too long; 75 another run holds the lock (this one exits at
+    once). Every failure is also in the log file.
 
     Example:
 
         30 2 * * * cd /srv/auditor && .venv/bin/auditor --config auditor.toml nightly
     """
+    import logging
+
     from auditor.nightly import secret_values, setup_logging, teardown_logging
     from auditor.pipeline import run_nightly
 
     settings = _settings()
     interactive = sys.stdout.isatty()
     setup_logging(settings.log_file, interactive, secret_values(settings))
+    log = logging.getLogger("auditor.nightly")
     try:
         end = None
         if until:
@@ -632,6 +666,15 @@ def nightly_cmd(
             end = parse_instant(until, "--until")
         result = run_nightly(settings, interactive=interactive, do_sweep=not no_sweep,
                              until=end, metrics_file=metrics)
+    except AuditorError as exc:
+        # Cron's only record is the log file: the failure goes there, and (through the log's
+        # console handler) once on stderr.
+        for line in exc.messages():
+            log.error("%s", line)
+        raise typer.Exit(exc.exit_code) from None
+    except Exception:
+        log.exception("nightly run crashed")
+        raise typer.Exit(1) from None
     finally:
         teardown_logging()
     if interactive:
@@ -657,11 +700,11 @@ def metrics_cmd(
     from auditor.correlate import settings_from
     from auditor.metrics import render, write_textfile
     from auditor.report import build_report
-    from auditor.store import Store, utc_naive
+    from auditor.store import utc_naive
 
     settings = _settings()
     start, end = _window(since, until)
-    with Store(settings.db, read_only=True) as store:
+    with _open(settings, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                             verify_days=settings.nightly.verify_days,
                             cfg=settings_from(settings.ranking))
@@ -759,6 +802,7 @@ def main() -> None:
     gc.set_threshold(50_000, 20, 100)
     try:
         app()
-    except AuditorError as exc:
-        typer.echo(inert(f"error: {exc}", None), err=True)
+    except AuditorError as exc:  # raised outside a command (the commands' are handled above)
+        for line in exc.messages():
+            typer.echo(inert(f"error: {line}", None), err=True)
         sys.exit(exc.exit_code)

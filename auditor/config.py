@@ -1,5 +1,9 @@
 """Settings: flag > AUDITOR_* environment > auditor.toml > default. Loaded once, passed along.
 
+Each default is written once, in the dataclasses below. The file is checked in full when it is
+loaded, against the schema in `auditor.config_schema` (pydantic, imported only then): every
+mistake is reported at once, one line each, naming its key.
+
 Secrets are never written in the file: a secret setting holds `env:VARIABLE`, read when used.
 """
 
@@ -11,12 +15,15 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from auditor.errors import ConfigError
-from auditor.nccl import version_key
 
 DEFAULT_DB = "auditor.duckdb"
+# How long a command waits for a database another process holds before it gives up
+# (`[store] busy_timeout_s`); 0 = do not wait.
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+# The names of [sweep.env] go into the command line on the management host.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +128,14 @@ class NightlySettings:
 
 @dataclass(frozen=True, slots=True)
 class RankingSettings:
-    """`[ranking]`: the windows and thresholds of the correlation (defaults in correlate.py)."""
+    """`[ranking]`: the windows and thresholds of the correlation. These are the defaults;
+    auditor.correlate.Settings takes its own from them."""
 
     before_minutes: float = 15.0  # a flap this long before a job died can have killed it
     after_minutes: float = 1.0  # clock skew between switches and hosts
     gpus_per_node: int = 8  # when the scheduler does not say
-    symbol_errors_per_hour: float = 120.0
-    link_error_recovery_per_hour: float = 300.0
+    symbol_errors_per_hour: float = 120.0  # IBTA BER 1e-12 at HDR, as NVSentinel uses
+    link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
     nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
@@ -156,6 +164,7 @@ class Settings:
     hosts: HostSettings = field(default_factory=HostSettings)
     nightly: NightlySettings = field(default_factory=NightlySettings)
     ranking: RankingSettings = field(default_factory=RankingSettings)
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # [store]: wait for a DB another holds
 
     @property
     def captures_dir(self) -> Path:
@@ -170,24 +179,6 @@ class Settings:
         return self.nightly.log_file or self.db.resolve().parent / "auditor-nightly.log"
 
 
-def _get(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = table.get(key)
-    if value is not None and not isinstance(value, kind):
-        raise ConfigError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, "
-                          f"got {type(value).__name__}")
-    return value
-
-
-def _secret(table: dict[str, Any], key: str, where: str) -> Secret | None:
-    value = _get(table, key, str, where)
-    if value is None:
-        return None
-    if not value.startswith("env:") or len(value) <= 4:
-        # Refuse inline secrets outright: config files end up in backups, tickets and git.
-        raise ConfigError(f"{where}.{key}: write secrets as env:VARIABLE, never inline")
-    return Secret(value)
-
-
 def _path(value: str | None, base: Path) -> Path | None:
     if value is None:
         return None
@@ -195,38 +186,40 @@ def _path(value: str | None, base: Path) -> Path | None:
     return p if p.is_absolute() else base / p
 
 
-def _args(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = _get(table, key, list, where) or []
-    if not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}.{key}: expected a list of strings")
-    return tuple(value)
+def _given(table: dict[str, Any], base: Path, *, paths: tuple[str, ...] = (),
+           secrets: tuple[str, ...] = (), tuples: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A checked table's keys as dataclass arguments: file paths resolved against the config's
+    folder, secrets as Secret, lists as tuples. Keys the file leaves out are not passed, so the
+    dataclass default applies."""
+    out = dict(table)
+    for key in paths:
+        if key in out:
+            out[key] = _path(out[key], base)
+    for key in secrets:
+        if key in out:
+            out[key] = Secret(out[key])
+    for key in tuples:
+        if key in out:
+            out[key] = tuple(out[key])
+    return out
 
 
-_KNOWN = {
-    "": {"store", "topology", "sweep", "switches", "snmp", "aliases", "logs", "hosts",
-         "nightly", "ranking"},
-    "nightly": {"reports", "log_file", "since", "keep_captures_days", "keep_reports_days",
-                "verify_days", "limit"},
-    "hosts": {"names", "user", "port", "password", "key_file", "known_hosts", "timeout_s",
-              "concurrency", "kernel_log", "sysfs_root"},
-    "snmp": {"concurrency"},
-    "logs": {"year", "tz", "patterns", "paths"},
-    "ranking": {"before_minutes", "after_minutes", "gpus_per_node", "symbol_errors_per_hour",
-                "link_error_recovery_per_hour", "common_mode_min_ports", "common_mode_fraction",
-                "nccl_version", "nccl_ib_timeout"},
-    "store": {"db", "captures"},
-    "topology": {"node_name_map"},
-    "sweep": {"host", "port", "user", "key_file", "password", "known_hosts", "timeout_s", "env",
-              "remote_dir", "sacct", "sacct_since",
-              "ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args"},
-}
+_SSH_PATHS = ("key_file", "known_hosts")
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+def _switch(item: dict[str, Any], base: Path) -> SwitchSettings:
+    snmp = ssh = None
+    if "snmp" in item:
+        snmp = SnmpSettings(**_given(item["snmp"], base,
+                                     secrets=("community", "auth_key", "priv_key")))
+    if "ssh" in item:
+        ssh = SshSettings(**_given(item["ssh"], base, paths=_SSH_PATHS, secrets=("password",)))
+    return SwitchSettings(item["name"], item["host"], snmp, ssh)
 
 
 def load(config_path: Path | None, db: Path | None) -> Settings:
-    """Read the config file (if any) and apply AUDITOR_DB and the --db flag over it."""
+    """Read the config file (if any), check all of it, and apply AUDITOR_DB and the --db flag
+    over it. Every mistake in the file is one line of the ConfigError, naming its key."""
     data: dict[str, Any] = {}
     base = Path.cwd()
     if config_path is not None:
@@ -234,191 +227,44 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
             data = tomllib.loads(config_path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"{config_path}: cannot read config: {exc.strerror}") from exc
+        except UnicodeDecodeError:
+            raise ConfigError(f"{config_path}: not a text file (UTF-8)") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{config_path}: {exc}") from exc
         base = config_path.resolve().parent
-    for section, keys in _KNOWN.items():
-        if section in ("switches", "aliases"):
-            continue
-        table = data if not section else data.get(section, {})
-        if not isinstance(table, dict):
-            raise ConfigError(f"{section}: expected a table")
-        for key in table:
-            if key not in keys and not (section == "" and key in _KNOWN):
-                raise ConfigError(f"{section + '.' if section else ''}{key}: unknown setting")
+    if data:
+        from auditor.config_schema import check  # pydantic: only when there is a file to check
+
+        data = check(data)
     store = data.get("store", {})
-    topo = data.get("topology", {})
-    sw = data.get("sweep", {})
-    env = _get(sw, "env", dict, "sweep") or {}
-    for key in env:
-        if not _ENV_NAME.fullmatch(key):
-            # The names go into the command line on the management host.
-            raise ConfigError(f"sweep.env: {key!r} is not an environment variable name "
-                              "(letters, digits and _, not starting with a digit)")
-    if not all(isinstance(v, str) for v in env.values()):
-        raise ConfigError("sweep.env: values must be strings")
-    sweep = SweepSettings(
-        host=_get(sw, "host", str, "sweep"),
-        port=_get(sw, "port", int, "sweep") or 22,
-        user=_get(sw, "user", str, "sweep"),
-        key_file=_path(_get(sw, "key_file", str, "sweep"), base),
-        password=_secret(sw, "password", "sweep"),
-        known_hosts=_path(_get(sw, "known_hosts", str, "sweep"), base),
-        timeout_s=float(_get(sw, "timeout_s", (int, float), "sweep") or 300.0),
-        remote_dir=_get(sw, "remote_dir", str, "sweep"),
-        env=dict(env),
-        ibnetdiscover_args=_args(sw, "ibnetdiscover_args", "sweep"),
-        iblinkinfo_args=_args(sw, "iblinkinfo_args", "sweep"),
-        ibqueryerrors_args=_args(sw, "ibqueryerrors_args", "sweep"),
-        sacct=bool(_get(sw, "sacct", bool, "sweep")),
-        sacct_since=_get(sw, "sacct_since", str, "sweep") or "now-1days",
-    )
+    top: dict[str, Any] = _given(store, base, paths=("captures",))
+    top.pop("db", None)
     env_db = os.environ.get("AUDITOR_DB")
-    chosen_db = db or (Path(env_db) if env_db else None) \
-        or _path(_get(store, "db", str, "store"), base) or Path(DEFAULT_DB)
-    aliases = data.get("aliases", {})
-    if not isinstance(aliases, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in aliases.items()
-    ):
-        raise ConfigError("aliases: expected a table of name = \"fabric name\"")
-    logs = data.get("logs", {})
-    patterns = _args(logs, "patterns", "logs")
-    for i, pattern in enumerate(patterns):
-        try:
-            if "state" not in re.compile(pattern).groupindex:
-                raise ConfigError(f"logs.patterns[{i}]: needs a named group (?P<state>...)")
-        except re.error as exc:
-            raise ConfigError(f"logs.patterns[{i}]: not a regular expression: {exc}") from None
-    tz = _get(logs, "tz", str, "logs") or "UTC"
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"logs.tz: unknown time zone {tz!r}") from None
-    snmp = data.get("snmp", {})
-    hosts = data.get("hosts", {})
-    kernel_log = _get(hosts, "kernel_log", str, "hosts") or "dmesg"
-    if kernel_log not in ("dmesg", "journal", "none"):
-        raise ConfigError("hosts.kernel_log: use dmesg, journal or none")
-    host_settings = HostSettings(
-        names=_args(hosts, "names", "hosts"), user=_get(hosts, "user", str, "hosts"),
-        port=_get(hosts, "port", int, "hosts") or 22, password=_secret(hosts, "password", "hosts"),
-        key_file=_path(_get(hosts, "key_file", str, "hosts"), base),
-        known_hosts=_path(_get(hosts, "known_hosts", str, "hosts"), base),
-        timeout_s=float(_get(hosts, "timeout_s", (int, float), "hosts") or 30.0),
-        concurrency=_get(hosts, "concurrency", int, "hosts") or 16, kernel_log=kernel_log,
-        sysfs_root=_get(hosts, "sysfs_root", str, "hosts") or "/sys/class/infiniband",
-    )
-    nightly = data.get("nightly", {})
-
-    def number(key: str, default: float) -> float:
-        value = _get(nightly, key, (int, float), "nightly")
-        if value is not None and value <= 0:
-            raise ConfigError(f"nightly.{key}: must be greater than 0")
-        return float(value) if value is not None else default
-
-    since = _get(nightly, "since", str, "nightly") or "24h"
-    if not re.match(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$", since):
-        raise ConfigError("nightly.since: a span such as 24h or 7d")
-    night = NightlySettings(
-        reports=_path(_get(nightly, "reports", str, "nightly"), base),
-        log_file=_path(_get(nightly, "log_file", str, "nightly"), base), since=since,
-        keep_captures_days=number("keep_captures_days", 14.0),
-        keep_reports_days=number("keep_reports_days", 90.0),
-        verify_days=number("verify_days", 7.0), limit=int(number("limit", 50)),
-    )
-    return Settings(
-        nightly=night,
-        db=chosen_db,
-        config_path=config_path,
-        captures=_path(_get(store, "captures", str, "store"), base),
-        node_name_map=_path(_get(topo, "node_name_map", str, "topology"), base),
-        sweep=sweep,
-        switches=_switches(data.get("switches", []), base),
-        snmp_concurrency=_get(snmp, "concurrency", int, "snmp") or 32,
-        aliases=dict(aliases),
-        logs=LogSettings(_get(logs, "year", int, "logs"), tz, patterns,
-                         tuple(str(_path(x, base)) for x in _args(logs, "paths", "logs"))),
-        ranking=_ranking(data.get("ranking", {})),
-        hosts=host_settings,
-    )
-
-
-def _ranking(table: dict[str, Any]) -> RankingSettings:
-    defaults = RankingSettings()
-    values: dict[str, Any] = {}
-    for key in RankingSettings.__dataclass_fields__:
-        if key == "nccl_version":
-            version = _get(table, key, str, "ranking")
-            if version is not None and version and version_key(version) is None:
-                raise ConfigError("ranking.nccl_version: expected a version such as \"2.21.5\"")
-            if version is not None:
-                values[key] = version
-            continue
-        kind: type | tuple[type, ...] = int if key in (
-            "gpus_per_node", "common_mode_min_ports", "nccl_ib_timeout") else (int, float)
-        value = _get(table, key, kind, "ranking")
-        if value is None:
-            continue
-        if key == "nccl_ib_timeout":
-            if not 0 <= value <= 31:  # a 5-bit field of the QP (IBTA 9.7.6.1.3)
-                raise ConfigError("ranking.nccl_ib_timeout: out of range (0-31)")
-        elif value <= 0 or (key == "common_mode_fraction" and value > 1):
-            raise ConfigError(f"ranking.{key}: out of range")
-        values[key] = value
-    return RankingSettings(**{k: values.get(k, getattr(defaults, k))
-                              for k in RankingSettings.__dataclass_fields__})
-
-
-_SWITCH_KEYS = {"name", "host", "snmp", "ssh"}
-_SNMP_KEYS = {"version", "port", "community", "user", "auth_key", "priv_key", "auth_proto",
-              "priv_proto", "timeout_s", "retries"}
-_SSH_KEYS = {"user", "port", "password", "key_file", "known_hosts", "timeout_s"}
-
-
-def _unknown(table: dict[str, Any], keys: set[str], where: str) -> None:
-    for key in table:
-        if key not in keys:
-            raise ConfigError(f"{where}.{key}: unknown setting")
-
-
-def _switches(items: Any, base: Path) -> tuple[SwitchSettings, ...]:
-    if not isinstance(items, list):
-        raise ConfigError("switches: expected [[switches]] tables")
-    out = []
-    for i, item in enumerate(items):
-        where = f"switches[{i}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{where}: expected a table")
-        _unknown(item, _SWITCH_KEYS, where)
-        name, host = _get(item, "name", str, where), _get(item, "host", str, where)
-        if not name or not host:
-            raise ConfigError(f"{where}: needs name and host")
-        snmp = ssh = None
-        if (s := _get(item, "snmp", dict, where)) is not None:
-            w = f"{where}.snmp"
-            _unknown(s, _SNMP_KEYS, w)
-            version = str(_get(s, "version", (str, int), w) or "2c")
-            snmp = SnmpSettings(
-                version=version, port=_get(s, "port", int, w) or 161,
-                community=_secret(s, "community", w), user=_get(s, "user", str, w),
-                auth_key=_secret(s, "auth_key", w), priv_key=_secret(s, "priv_key", w),
-                auth_proto=_get(s, "auth_proto", str, w) or "SHA",
-                priv_proto=_get(s, "priv_proto", str, w) or "AES",
-                timeout_s=float(_get(s, "timeout_s", (int, float), w) or 2.0),
-                retries=_get(s, "retries", int, w) if "retries" in s else 1,
-            )
-        if (h := _get(item, "ssh", dict, where)) is not None:
-            w = f"{where}.ssh"
-            _unknown(h, _SSH_KEYS, w)
-            user = _get(h, "user", str, w)
-            if not user:
-                raise ConfigError(f"{w}.user: required")
-            ssh = SshSettings(
-                user=user, port=_get(h, "port", int, w) or 22,
-                password=_secret(h, "password", w),
-                key_file=_path(_get(h, "key_file", str, w), base),
-                known_hosts=_path(_get(h, "known_hosts", str, w), base),
-                timeout_s=float(_get(h, "timeout_s", (int, float), w) or 30.0),
-            )
-        out.append(SwitchSettings(name, host, snmp, ssh))
-    return tuple(out)
+    top["db"] = db or (Path(env_db) if env_db else None) \
+        or _path(store.get("db"), base) or Path(DEFAULT_DB)
+    if "node_name_map" in (topo := data.get("topology", {})):
+        top["node_name_map"] = _path(topo["node_name_map"], base)
+    if "sweep" in data:
+        top["sweep"] = SweepSettings(**_given(
+            data["sweep"], base, paths=_SSH_PATHS, secrets=("password",),
+            tuples=("ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args")))
+    if "switches" in data:
+        top["switches"] = tuple(_switch(item, base) for item in data["switches"])
+    if "concurrency" in (snmp := data.get("snmp", {})):
+        top["snmp_concurrency"] = snmp["concurrency"]
+    if "aliases" in data:
+        top["aliases"] = dict(data["aliases"])
+    if "logs" in data:
+        logs = _given(data["logs"], base, tuples=("patterns",))
+        if "paths" in logs:
+            logs["paths"] = tuple(str(_path(p, base)) for p in logs["paths"])
+        top["logs"] = LogSettings(**logs)
+    if "hosts" in data:
+        top["hosts"] = HostSettings(**_given(data["hosts"], base, paths=_SSH_PATHS,
+                                             secrets=("password",), tuples=("names",)))
+    if "nightly" in data:
+        top["nightly"] = NightlySettings(**_given(data["nightly"], base,
+                                                  paths=("reports", "log_file")))
+    if "ranking" in data:
+        top["ranking"] = RankingSettings(**data["ranking"])
+    return Settings(config_path=config_path, **top)

@@ -38,6 +38,7 @@ from typing import Any
 import networkx as nx
 
 from auditor import graph
+from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.flaps import Flap, PortKey, flaps
 from auditor.health import degraded_links
@@ -66,17 +67,23 @@ NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}
 COMMON_MODE_WINDOW = timedelta(seconds=30)
 
 
+_RANKING = RankingSettings()  # the defaults are written once, in auditor.config
+
+
 @dataclass(slots=True)
 class Settings:
-    before: timedelta = timedelta(minutes=15)  # flap -> job death: NCCL timeout plus margin
-    after: timedelta = timedelta(minutes=1)  # clock skew between switches and hosts
-    gpus_per_node: int = 8
-    symbol_errors_per_hour: float = 120.0  # IBTA BER 1e-12 at HDR, as NVSentinel uses
-    link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
-    common_mode_min_ports: int = 3
-    common_mode_fraction: float = 0.5
-    nccl_version: str = ""  # the site's NCCL when a job's log does not say
-    nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT (0: NCCL's default)
+    """`[ranking]` in the units the correlation uses (settings_from); same defaults."""
+
+    # flap -> job death: NCCL timeout plus margin
+    before: timedelta = timedelta(minutes=_RANKING.before_minutes)
+    after: timedelta = timedelta(minutes=_RANKING.after_minutes)  # clock skew
+    gpus_per_node: int = _RANKING.gpus_per_node
+    symbol_errors_per_hour: float = _RANKING.symbol_errors_per_hour
+    link_error_recovery_per_hour: float = _RANKING.link_error_recovery_per_hour
+    common_mode_min_ports: int = _RANKING.common_mode_min_ports
+    common_mode_fraction: float = _RANKING.common_mode_fraction
+    nccl_version: str = _RANKING.nccl_version  # the site's NCCL when a job's log does not say
+    nccl_ib_timeout: int = _RANKING.nccl_ib_timeout  # the site's NCCL_IB_TIMEOUT (0: default)
 
 
 @dataclass(slots=True)

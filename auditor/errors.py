@@ -8,6 +8,10 @@ class AuditorError(Exception):
 
     exit_code = 2
 
+    def messages(self) -> list[str]:
+        """What the command line prints, one line each (`error: ...` on stderr)."""
+        return [str(self)]
+
 
 class ParseError(AuditorError):
     """A line a parser could not read. `source` is filled in by the ingest step (file name)."""
@@ -30,7 +34,21 @@ class ParseError(AuditorError):
 
 
 class ConfigError(AuditorError):
-    """A bad config file or option; the message names the key."""
+    """A bad config file or option; each message names its key. One error can carry every
+    mistake of a file, one line each."""
+
+    def __init__(self, message: str, *more: str) -> None:
+        self.lines = [message, *more]
+        super().__init__("\n".join(self.lines))
+
+    def messages(self) -> list[str]:
+        return list(self.lines)
+
+
+class DatabaseBusyError(AuditorError):
+    """Another process held the DuckDB file for longer than `[store] busy_timeout_s`."""
+
+    exit_code = 3
 
 
 class CollectError(AuditorError):

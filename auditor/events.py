@@ -4,7 +4,11 @@ Each file is scanned fast (auditor.collect.logfile), its candidate lines parsed,
 mapped onto the fabric graph's (GUID, port), and everything stored in one transaction per
 command. Lines that are garbage, half-written, dated in the future or name an unknown device
 are kept out and counted per reason in `source_issues` (`auditor sources`); they never fail the
-ingest. An unreadable file does (exit 2), and then nothing of the command is stored.
+ingest. So are lines holding NUL bytes (a crash's debris, wherever they are in the file) and the
+damage of a truncated or corrupt .gz (what precedes it is read). An unreadable file, or a .gz
+that yields nothing, does fail it (exit 2), and then nothing of the command is stored. A file
+ingested again with the same options (kind, --year, --tz, --host, aliases) is a no-op; with
+other options it replaces what it stored.
 """
 
 from __future__ import annotations
@@ -16,9 +20,18 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 
-from auditor.collect.logfile import LogScan, Tool, pick_tool, read_head, scan
+from auditor.collect.logfile import (
+    GZIP_BAD,
+    NUL_LEAD,
+    NUL_SKIPPED,
+    LogScan,
+    Tool,
+    pick_tool,
+    read_head,
+    scan,
+)
 from auditor.errors import AuditorError
-from auditor.ingest import IngestResult
+from auditor.ingest import IngestResult, claim_source, digest_of, options_key
 from auditor.models import PortEvent
 from auditor.parse import opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
@@ -167,10 +180,13 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
     with store.transaction():
         for path, file_kind, found, parsed in prepared:
             digest = found.sha256
-            result = IngestResult(str(path), file_kind, "ingested")
+            options = options_key(kind=file_kind, year=opts.year, tz=str(opts.tz),
+                                  host=opts.host if file_kind == "dmesg" else None,
+                                  aliases=digest_of(opts.aliases))
+            result = IngestResult(str(path), file_kind, claim_source(store, digest, options,
+                                                                     moment))
             results.append(result)
-            if store.find_source(digest, moment, explicit_at=False) is not None:
-                result.status = "already ingested"
+            if result.status == "already ingested":
                 continue
             issues: Counter[str] = Counter()
             first: dict[str, tuple[int, str]] = {}
@@ -185,9 +201,11 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                     first.setdefault(garbage, (no, line[:200]))
             last_is_candidate = bool(found.candidates) and \
                 found.candidates[-1][0] == found.total_lines
-            if not found.last_line_complete and not last_is_candidate:
+            if not found.last_line_complete and not last_is_candidate \
+                    and not found.last_line_nul:
                 issues[syslog.HALF_WRITTEN] += 1
                 first.setdefault(syslog.HALF_WRITTEN, (found.total_lines, ""))
+            _binary_issues(found, issues, first)
             events = []
             for e in parsed.events:
                 if e.at > moment + FUTURE_SLACK:
@@ -202,12 +220,37 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
             placed = _map(events, pm, issues, first)
             result.records = len(events)
             bad = sum(v for k, v in issues.items()
-                      if not k.startswith("event on an unmapped") and k != CUT)
+                      if not k.startswith(("event on an unmapped", GZIP_BAD))
+                      and k not in _READ_ANYWAY)
             sid = store.add_source(SourceMeta(file_kind, str(path), digest, "file", moment,
-                                              False, found.total_lines, bad, len(events)))
+                                              False, found.total_lines, bad, len(events),
+                                              options))
             store.add_events(sid, file_kind, events, placed)
             store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                    for why, n in issues.items()])
             result.source_id = sid
-            result.warnings = [f"{n} line(s): {why}" for why, n in issues.most_common()]
+            result.warnings = [why if why.startswith(GZIP_BAD) else f"{n} line(s): {why}"
+                               for why, n in issues.most_common()]
     return results
+
+
+# Issues of lines (or a file) that were still read: not counted as unparsed lines.
+_READ_ANYWAY = frozenset({CUT, NUL_LEAD})
+
+
+def _binary_issues(found: LogScan, issues: Counter[str],
+                   first: dict[str, tuple[int, str]]) -> None:
+    """NUL-damaged lines (skipped, or read without the NULs that led them) and a damaged .gz,
+    as issues of the source."""
+    if found.nul_lines > found.nul_read:
+        issues[NUL_SKIPPED] += found.nul_lines - found.nul_read
+        if found.first_nul:
+            first.setdefault(NUL_SKIPPED, (found.first_nul[0], found.first_nul[1][:200]))
+    if found.nul_read:
+        issues[NUL_LEAD] += found.nul_read
+        if found.first_nul_read:
+            first.setdefault(NUL_LEAD, (found.first_nul_read[0], found.first_nul_read[1][:200]))
+    if found.gzip_error is not None:
+        why = f"{GZIP_BAD} ({found.gzip_error}): the lines before the damage were read"
+        issues[why] += 1
+        first.setdefault(why, (found.total_lines, f"gzip: {found.gzip_error}"))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from auditor.graph import LinkKey, link_key
-from auditor.models import Fabric, Link, NodeType
+from auditor.models import Fabric, Link, NodeType, duplicated_guid
 
 WIDTHS = ["1X", "2X", "4X", "8X", "12X"]
 SPEEDS = ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
@@ -123,9 +123,19 @@ def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> li
     return found
 
 
+def _shared_guids(fabric: Fabric) -> set[str]:
+    """Keys of the nodes that share a GUID with another node of the snapshot (`GUID~2`, ...)
+    and the GUID they share."""
+    dups = {key: guid for key in fabric.nodes if (guid := duplicated_guid(key))}
+    return set(dups) | set(dups.values())
+
+
 def changes(fabric: Fabric, previous: Fabric | None) -> Changes:
     """Links that appeared or disappeared since `previous`; a cable whose one end stayed while
-    the other moved to another port is reported once, as moved."""
+    the other moved to another port is reported once, as moved. Not as moved: a cable of a node
+    that shares its GUID with another (either snapshot), and a cable whose old port is still up
+    with no peer now (iblinkinfo's "Port not available": it did not leave that port; two
+    nodes sharing a GUID look like this through the tools); those are appeared/disappeared."""
     if previous is None:
         return Changes([], [], [])
     now = {link_key(lk): lk for lk in fabric.links}
@@ -135,14 +145,28 @@ def changes(fabric: Fabric, previous: Fabric | None) -> Changes:
     moved = []
     matched_new: set[LinkKey] = set()
     matched_gone: set[LinkKey] = set()
+    held: set[LinkKey] = set()  # appeared, but not a moved cable
+    shared = _shared_guids(fabric) | _shared_guids(previous)
+    linked = {(lk.a_guid, lk.a_port) for lk in fabric.links}
+    linked |= {(lk.b_guid, lk.b_port) for lk in fabric.links}
+    still_up = {key for key, p in fabric.ports.items()
+                if p.phys_state == "LinkUp" and key not in linked}
     for old in gone:
+        if old.a_guid in shared or old.b_guid in shared:
+            continue
         old_ends = {(old.a_guid, old.a_port), (old.b_guid, old.b_port)}
         old_nodes = {old.a_guid, old.b_guid}
         for lk in new:
-            if link_key(lk) in matched_new:
+            key = link_key(lk)
+            if key in matched_new or key in held or lk.a_guid in shared or lk.b_guid in shared:
                 continue
             ends = {(lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)}
             if ends & old_ends or {lk.a_guid, lk.b_guid} == old_nodes:
+                if (old_ends - ends) & still_up:
+                    # The cable is still in the port it would have left: whatever appeared
+                    # elsewhere is not this cable, nor any other moved one.
+                    held.add(key)
+                    break
                 moved.append(Moved(ends_of(previous, old), ends_of(fabric, lk)))
                 matched_new.add(link_key(lk))
                 matched_gone.add(link_key(old))

@@ -7,21 +7,34 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
+from auditor import duplicates
 from auditor.errors import AuditorError, ParseError
-from auditor.models import CounterSample, FabricNode, Link, Node, NodeType, Port, Topology
+from auditor.models import (
+    LID_KEY_PREFIX,
+    CounterSample,
+    FabricNode,
+    Link,
+    Node,
+    NodeType,
+    Port,
+    Topology,
+    duplicated_guid,
+)
 from auditor.parse._common import DESCRIPTION_MAX
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
 from auditor.parse.nodedesc import describe, parse_node_name_map
 from auditor.parse.perfquery import parse_perfquery
-from auditor.store import SourceMeta, Store
+from auditor.portmap import PortMap
+from auditor.store import SourceMeta, Store, utc_naive
 
 TOPOLOGY_KINDS = ("ibnetdiscover", "iblinkinfo")
 COUNTER_KINDS = ("perfquery", "ibqueryerrors")
@@ -56,17 +69,19 @@ class _Parsed:
     lines: int
     topology: Topology | None = None
     counters: list[CounterSample] | None = None
+    options: str | None = None
 
 
 def read_text(path: Path) -> tuple[str, str]:
-    """The file's text and content hash; binary or unreadable files are an AuditorError."""
+    """The file's text and content hash; binary (a NUL byte anywhere) or unreadable files are
+    an AuditorError naming the line."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
     digest = hashlib.sha256(data).hexdigest()
-    if b"\x00" in data[:65536]:
-        line_no = data[: data.index(b"\x00")].count(b"\n") + 1
+    if (nul := data.find(b"\x00")) >= 0:
+        line_no = data[:nul].count(b"\n") + 1
         raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a text capture")
     try:
         text = data.decode("utf-8")
@@ -74,6 +89,48 @@ def read_text(path: Path) -> tuple[str, str]:
         line_no = data[: exc.start].count(b"\n") + 1
         raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
     return text, digest
+
+
+def options_key(**options: object) -> str:
+    """What besides a file's content changes what its ingest stores (the kind it is read as,
+    the job a log is given to, the year and zone of zoneless stamps, ...), as the text stored
+    beside the content key. None values are left out."""
+    return json.dumps({k: v for k, v in options.items() if v is not None}, sort_keys=True,
+                      default=str)
+
+
+def digest_of(mapping: dict[str, str] | None) -> str | None:
+    """A short digest of a name map or alias table for `options_key` (None when empty)."""
+    if not mapping:
+        return None
+    return hashlib.sha256(json.dumps(mapping, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def claim_source(store: Store, sha256: str, options: str, moment: datetime,
+                 explicit: bool = False) -> str:
+    """Whether a file of this content, ingested with these options, is to be stored:
+    "already ingested" (the same content with the same options: a no-op), "re-ingested" (the
+    same content stored with other options: what it stored is deleted now, in the caller's
+    transaction, to be stored again) or "ingested"."""
+    found = store.sources_of(sha256, moment, explicit)
+    if any(stored == options for _, stored in found):
+        return "already ingested"
+    store.forget_sources([sid for sid, _ in found])
+    return "re-ingested" if found else "ingested"
+
+
+def place_unmapped_events(store: Store, at: datetime, aliases: dict[str, str] | None) -> int:
+    """Port events stored before any topology named their device (a syslog ingested before
+    the first snapshot) get the (GUID, port) the snapshot taken at `at` resolves, in one
+    statement. Returns how many (device, port name) pairs were placed."""
+    pairs = store.unmapped_event_ports()
+    if not pairs:
+        return 0
+    pm = PortMap(store.fabric(at), aliases)
+    rows = [(device, name, r.guid, r.port) for device, name in pairs
+            if (r := pm.resolve(device, name)).guid is not None]
+    store.map_event_ports(rows)
+    return len(rows)
 
 
 def load_node_names(path: Path | None) -> dict[str, str]:
@@ -147,7 +204,8 @@ class _Identity:
         self.by_lid: dict[int, str] = {}
 
     def learn(self, port_guid: str | None, lid: int | None, guid: str, port: int) -> None:
-        if port_guid and port_guid != guid:
+        # A duplicate (GUID~2) may repeat the first node's port GUID too: that names the first.
+        if port_guid and port_guid != guid and duplicated_guid(guid) is None:
             self.by_port_guid[port_guid] = (guid, port)
         if lid:
             self.by_lid.setdefault(lid, guid)
@@ -168,8 +226,14 @@ class _Identity:
 
 def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
+    kept: set[str] = set()  # far ends known only by LID and description (iblinkinfo -S)
     for n in topo.nodes:
-        guid = ident.node(n.guid) or n.guid
+        guid = ident.node(n.guid)
+        if n.guid.startswith(LID_KEY_PREFIX):
+            if guid is not None:
+                continue  # resolved: the snapshot that knows the LID has the node itself
+            kept.add(n.guid)
+        guid = guid or n.guid
         nodes.setdefault(guid, replace(n, guid=guid))
     ports = []
     for p in topo.ports:
@@ -180,7 +244,8 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
     links = []
     unresolved = 0
     for lk in topo.links:
-        a, b = ident.node(lk.a_guid), ident.node(lk.b_guid)
+        a = ident.node(lk.a_guid) or (lk.a_guid if lk.a_guid in kept else None)
+        b = ident.node(lk.b_guid) or (lk.b_guid if lk.b_guid in kept else None)
         if a is None or b is None:
             unresolved += 1
             continue
@@ -188,7 +253,19 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
         links.append(Link(ends[0][0], ends[0][1], ends[1][0], ends[1][1], lk.width, lk.speed))
     if unresolved:
         warnings.append(f"{unresolved} link(s) name a peer only by a LID no capture resolves")
-    return Topology(list(nodes.values()), ports, links, topo.cut)
+    if kept:
+        warnings.append(f"{len(kept)} peer(s) named only by LID and description, which no "
+                        "snapshot resolves: kept as lid:<N>")
+    return replace(topo, nodes=list(nodes.values()), ports=ports, links=links)
+
+
+def _owners(store: Store, moment: datetime, topo: Topology) -> dict[str, str]:
+    """The description the newest earlier snapshot gives each GUID this capture duplicates."""
+    times = [t for t in store.snapshot_times(moment, limit=2) if t < utc_naive(moment)]
+    if not times:
+        return {}
+    nodes = store.fabric(times[0]).nodes
+    return {d.guid: nodes[d.guid].description for d in topo.duplicates if d.guid in nodes}
 
 
 def _named(topo: Topology, names: dict[str, str]) -> list[FabricNode]:
@@ -227,8 +304,12 @@ def ingest_files(
     origin: str = "file",
     node_names: dict[str, str] | None = None,
     now: datetime | None = None,
+    aliases: dict[str, str] | None = None,
 ) -> list[IngestResult]:
-    """Parse every file, then store them all in one transaction. `at` is the snapshot time."""
+    """Parse every file, then store them all in one transaction. `at` is the snapshot time.
+    The same file ingested again is a no-op, unless it is read as another kind or with another
+    node-name map: then it replaces what it stored. A topology snapshot places the port events
+    stored before it named their devices (`aliases`: the config's)."""
     explicit = at is not None
     moment = at or now or datetime.now().astimezone()
     parsed = [parse_file(p, kind) for p in paths]
@@ -245,12 +326,16 @@ def ingest_files(
         for item in parsed:
             result = IngestResult(item.path, item.kind, "ingested")
             results.append(result)
-            if item.sha256 in seen or store.find_source(item.sha256, moment, explicit) is not None:
-                result.status = "already ingested"
+            item.options = options_key(kind=item.kind, names=digest_of(node_names))
+            result.status = "already ingested" if item.sha256 in seen else \
+                claim_source(store, item.sha256, item.options, moment, explicit)
+            if result.status == "already ingested":
                 continue
             seen.add(item.sha256)
             if item.topology is not None:
                 topo = _reconcile(item.topology, ident, result.warnings)
+                if topo.duplicates:
+                    topo = duplicates.prefer_owners(topo, _owners(store, moment, topo))
                 ident.learn_topology(topo)
                 result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
                 sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
@@ -261,6 +346,9 @@ def ingest_files(
                     why = f"node description over {DESCRIPTION_MAX} characters (cut)"
                     store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
                     result.warnings.append(f"{len(topo.cut)} line(s): {why}")
+                issues, warnings = duplicates.findings(topo)
+                store.add_issues(sid, issues)
+                result.warnings += warnings
                 snapshot_source = snapshot_source or sid
             else:
                 rows = _counter_rows(item.counters or [], ident, item.path)
@@ -273,12 +361,13 @@ def ingest_files(
             if len(times) == 2:
                 # A flap seen only as a link missing from one sweep is still a flap.
                 store.add_topology_events(snapshot_source, times[0], times[1])
+            place_unmapped_events(store, moment, aliases)
     return results
 
 
 def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int) -> SourceMeta:
     return SourceMeta(item.kind, item.path, item.sha256, origin, at, explicit, item.lines, 0,
-                      records)
+                      records, item.options)
 
 
 __all__ = ["KINDS", "IngestResult", "Port", "detect_kind", "ingest_files", "parse_file"]
@@ -311,8 +400,14 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
         raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
     plan = IngestPlan([], "auto", [], "auto")
     for path in paths:
-        head = read_head(path).decode("utf-8", "replace")
+        raw = read_head(path)
+        # Lines holding NUL bytes (a crash's debris in a log) are blanked for recognition.
+        head = b"\n".join(b"" if b"\x00" in line else line
+                          for line in raw.split(b"\n")).decode("utf-8", "replace")
         if not head.strip():
+            if b"\x00" in raw:
+                raise AuditorError(f"{path}:1: binary data (NUL bytes) and no line this auditor "
+                                   "knows in the first 64 KiB; a log is read with --kind")
             raise AuditorError(f"{path}:1: empty file, nothing to ingest")
         try:
             detect_kind(head, str(path))

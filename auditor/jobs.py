@@ -3,11 +3,18 @@ JSONL), job logs (NCCL, PyTorch), host address maps (/etc/hosts format), declare
 windows and the location inventory (site / row / rack / U, faceplate labels).
 
 Like the other ingests: parse everything first, then store in the caller's transaction; a file
-whose lines cannot all be read is kept with the lines counted per reason in `sources`.
+whose lines cannot all be read is kept with the lines counted per reason in `sources`. What the
+cluster writes (sacct, jobcomp, JSONL, job logs) may hold a crash's NUL bytes or bytes that are
+not UTF-8: such lines are counted too (a NUL line is skipped, a bad byte read as U+FFFD), so one
+damaged job log never fails the others. The site's own files (hosts, maintenance, inventory,
+cabling) are refused with file:line instead. The same file ingested again with the same options
+(kind, --tz, and for job logs --job and --year) is a no-op; with other options it replaces what
+it stored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -15,8 +22,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
+from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
-from auditor.ingest import IngestResult, read_text
+from auditor.ingest import IngestResult, options_key, read_text
 from auditor.models import HostAddress, JobError, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
@@ -62,6 +70,51 @@ class JobOptions:
     tz: tzinfo = UTC
     job: str | None = None  # joblog: the job the log belongs to (else matched by host and time)
     year: int | None = None
+
+    def key(self, kind: str) -> str:
+        """What of these options changes what a file of this kind stores (`options_key`)."""
+        if kind == "joblog":
+            return options_key(kind=kind, tz=str(self.tz), job=self.job, year=self.year)
+        if kind in ("sacct", "jobcomp", "jobs-jsonl", "maintenance"):
+            return options_key(kind=kind, tz=str(self.tz))
+        return options_key(kind=kind)
+
+
+# Files the cluster writes: a damaged line is counted, not fatal (see the module docstring).
+_CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "auto")
+NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
+_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD})  # issues of lines that were still read
+
+
+def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
+    """A file's text, content hash and damaged lines (line number, text, reason): a line
+    holding NUL bytes is blanked (numbering kept) unless the NULs only lead it, then it is read
+    without them; bytes that are not UTF-8 are read as U+FFFD."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if b"\x00" not in data:
+        try:
+            return data.decode("utf-8"), digest, []
+        except UnicodeDecodeError:
+            pass
+    lines: list[str] = []
+    damaged: list[tuple[int, str, str]] = []
+    for line_no, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            text, bad_bytes = raw.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, bad_bytes = raw.decode("utf-8", errors="replace"), True
+        if "\x00" in text:
+            rest = after_nuls(text)
+            damaged.append((line_no, text[:200], NUL_SKIPPED if rest is None else NUL_LEAD))
+            text = rest or ""
+        elif bad_bytes:
+            damaged.append((line_no, text[:200], NOT_UTF8))
+        lines.append(text)
+    return "\n".join(lines), digest, damaged
 
 
 def _jobs(kind: str, text: str, tz: tzinfo) -> JobsResult:
@@ -112,6 +165,7 @@ class _JobFile:
     locations: list[Location] | None = None
     cables: list[Cable] | None = None
     written_at: datetime | None = None
+    damaged: list[tuple[int, str, str]] | None = None  # NUL or non-UTF-8 lines
 
     @property
     def records(self) -> int:
@@ -123,13 +177,18 @@ class _JobFile:
 
     @property
     def unparsed(self) -> list[tuple[int, str, str]]:
+        damaged = self.damaged or []
         if self.jobs is not None:
-            return self.jobs.unparsed
-        return self.log.unparsed if self.log is not None else []
+            return damaged + self.jobs.unparsed
+        return damaged + (self.log.unparsed if self.log is not None else [])
 
 
 def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
-    text, digest = read_text(path)
+    damaged: list[tuple[int, str, str]] = []
+    if kind in _CLUSTER_WRITTEN:
+        text, digest, damaged = read_damaged(path)
+    else:
+        text, digest = read_text(path)
     if not text.strip():
         raise AuditorError(f"{path}:1: empty file, nothing to ingest")
     if kind == "auto":
@@ -138,7 +197,12 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             raise AuditorError(f"{path}:1: not a job file this auditor knows "
                                f"({', '.join(JOB_KINDS)})")
         kind = found
-    item = _JobFile(path, kind, digest, text.count("\n") + (not text.endswith("\n")))
+    if damaged and kind not in _CLUSTER_WRITTEN:
+        line_no, _, why = damaged[0]  # the site's own file: refused, as a capture is
+        what = "not UTF-8 text" if why == NOT_UTF8 else "binary data (NUL byte)"
+        raise AuditorError(f"{path}:{line_no}: {what}, not a {kind} file")
+    item = _JobFile(path, kind, digest, text.count("\n") + (not text.endswith("\n")),
+                    damaged=damaged)
     try:
         if kind in ("sacct", "jobcomp", "jobs-jsonl"):
             item.jobs = _jobs(kind, text, opts.tz)
@@ -183,18 +247,25 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
     all_issues: list[tuple[int, str, int, int | None, str | None]] = []
     job_logs: list[JobLogMeta] = []
     with store.transaction():
-        stored = store.stored_digests([item.digest for item in parsed])
+        stored = store.stored_sources([item.digest for item in parsed])
         for item in parsed:
             result = IngestResult(str(item.path), item.kind, "ingested")
             results.append(result)
-            if item.digest in stored:
+            options = opts.key(item.kind)
+            before = stored.get(item.digest, [])
+            if any(o == options for _, o in before):
                 result.status = "already ingested"
                 continue
-            stored.add(item.digest)  # the same content twice in one command: stored once
+            if before:  # the same file read with other options: its records are replaced
+                store.forget_sources([sid for sid, _ in before])
+                result.status = "re-ingested"
             issues = _issues(item.unparsed)
             sid = store.add_source(SourceMeta(item.kind, str(item.path), item.digest, "file",
                                               moment, False, item.lines,
-                                              sum(i[1] for i in issues), item.records))
+                                              sum(i[1] for i in issues
+                                                  if i[0] not in _READ_ANYWAY),
+                                              item.records, options))
+            stored[item.digest] = [(sid, options)]  # the same content twice: stored once
             if item.jobs is not None:
                 store.add_jobs(sid, item.jobs.jobs)
             if item.addresses is not None:

@@ -75,7 +75,10 @@ def render(report: dict[str, Any], sources: list[dict[str, Any]]) -> str:
 
 
 def write_textfile(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    """Atomically (node_exporter must never read half a file); AuditorError naming `path` when
+    it cannot be written."""
+    from auditor.outfiles import make_folder, write_text
+
+    make_folder(path.parent, "metrics", target=path)
+    # A dot file: the textfile collector reads only *.prom, never a file being written.
+    write_text(path, text, "metrics", tmp=path.with_name(f".{path.name}.tmp"))

@@ -50,6 +50,32 @@ class Link:
     speed: str | None = None
 
 
+# A node key that is not a GUID: `lid:<N>` names a far end a capture printed only by LID and
+# description (iblinkinfo -S, --switches-only, --down) that no snapshot resolved to a GUID.
+LID_KEY_PREFIX = "lid:"
+# `<GUID>~<n>`: the n-th different node that printed the same node GUID in one capture.
+DUPLICATE_MARK = "~"
+
+
+def duplicated_guid(key: str) -> str | None:
+    """The GUID behind a duplicate's key (`0x..~2` -> `0x..`), None for any other key."""
+    guid, mark, _ = key.partition(DUPLICATE_MARK)
+    return guid if mark else None
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateGuid:
+    """One node GUID printed by two or more different nodes in one capture (cloned VMs,
+    misflashed firmware). The first keeps the GUID, the others are kept apart as `GUID~2`, ...
+    `keys` and `descriptions` are parallel; line_no/line are the second record's."""
+
+    guid: str
+    keys: tuple[str, ...]
+    descriptions: tuple[str, ...]
+    line_no: int
+    line: str
+
+
 @dataclass(slots=True)
 class Topology:
     """What one ibnetdiscover or iblinkinfo capture says about the fabric."""
@@ -59,6 +85,12 @@ class Topology:
     links: list[Link] = field(default_factory=list)
     # Node descriptions cut to parse._common.DESCRIPTION_MAX: (line number, the line, cut too).
     cut: list[tuple[int, str]] = field(default_factory=list)
+    duplicates: list[DuplicateGuid] = field(default_factory=list)
+    # iblinkinfo ports that are up but whose peer the tool could not place ("Port not
+    # available"): (node key, port, line number, line). libibnetdisc keys nodes by GUID, so the
+    # second of two nodes sharing a GUID is folded into the first and its switch port loses its
+    # peer; the fabric seen through the tools then shows a cable "moved" that never moved.
+    unplaced: list[tuple[str, int, int, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

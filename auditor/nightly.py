@@ -11,17 +11,26 @@ code  constant              meaning
 0     EXIT_OK_NOTHING       run complete, every source read, no new suspect since the
                             previous nightly run (suspects already reported may still be
                             open: they are in the report, but they alerted once already)
-2     EXIT_USAGE            usage or configuration error (any other AuditorError); no run
+2     EXIT_USAGE            usage or configuration error (any other AuditorError), or a
+                            report or metrics file that cannot be written; the suspects of
+                            this run stay new for the next one
+3     EXIT_BUSY             another process held the database for longer than
+                            `[store] busy_timeout_s`; nothing was done (logged)
 10    EXIT_NEW_SUSPECTS     new suspects since the previous nightly run (on the first run:
-                            any suspect); the report lists them. Wins over 20, because the
-                            report also names the failed sources
+                            any suspect), every source read; the report lists them
 20    EXIT_SOURCES_FAILED   no new suspect, but some sources (commands, switches, hosts)
                             failed; the report was still written from what was read
+30    EXIT_NEW_AND_FAILED   both: new suspects (10) and failed sources (20); 10 + 20, so
+                            neither alert hides the other
 75    EXIT_LOCKED           EX_TEMPFAIL: another run holds the lock; nothing was done
 ====  ====================  ===============================================================
 
 There is deliberately no code for "suspects exist, none new": it would fire the cron alert every
 night for the same cable until it is replaced, which teaches people to ignore the alert.
+
+"New" is measured against the previous *delivered* run: a run's report folder carries the
+`UNDELIVERED` mark until the report and the metrics are all written, so a run that fails half
+way does not swallow the alert of the next one.
 """
 
 from __future__ import annotations
@@ -49,20 +58,26 @@ from rich.logging import RichHandler
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from auditor.config import Secret
-from auditor.errors import AuditorError, ConfigError
+from auditor.errors import AuditorError, ConfigError, DatabaseBusyError
 from auditor.safe_text import inert
 
 EXIT_OK_NOTHING = 0
 EXIT_USAGE = AuditorError.exit_code  # 2
+EXIT_BUSY = DatabaseBusyError.exit_code  # 3
 EXIT_NEW_SUSPECTS = 10
 EXIT_SOURCES_FAILED = 20
+EXIT_NEW_AND_FAILED = EXIT_NEW_SUSPECTS + EXIT_SOURCES_FAILED  # 30
 EXIT_LOCKED = 75  # sysexits.h EX_TEMPFAIL: "try again later", which is exactly the situation
+# In a report folder until the run has delivered everything (report, metrics).
+UNDELIVERED = ".undelivered"
 
 log = logging.getLogger(__name__)
 
 
 def exit_code(new_suspects: int, sources_failed: bool) -> int:
-    """The exit status of a completed run (see the module docstring for the precedence)."""
+    """The exit status of a completed run (see the module docstring)."""
+    if new_suspects and sources_failed:
+        return EXIT_NEW_AND_FAILED
     if new_suspects:
         return EXIT_NEW_SUSPECTS
     if sources_failed:
@@ -306,8 +321,10 @@ def dated_folder(base: Path, now: datetime) -> Path:
     """`base/2026-11-30T020000Z` for `now` in UTC, created (with parents) if missing."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
+    from auditor.outfiles import make_folder
+
     folder = base / now.astimezone(UTC).strftime("%Y-%m-%dT%H%M%SZ")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "report")
     return folder
 
 
@@ -415,9 +432,15 @@ def setup_logging(log_file: Path | None, interactive: bool,
     teardown_logging()
     handlers: list[logging.Handler] = []
     if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+        from auditor.outfiles import make_folder
+
+        make_folder(log_file.parent, "log")
+        try:
+            file_handler = logging.handlers.RotatingFileHandler(
+                log_file, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{log_file}: cannot write the log: "
+                              f"{(exc.strerror or str(exc)).lower()}") from None
         stamped = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
                                     datefmt="%Y-%m-%dT%H:%M:%SZ")
         stamped.converter = time.gmtime  # UTC with a Z, like every other time we print

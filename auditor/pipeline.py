@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from auditor import nightly
-from auditor.collect.runner import runner_for
+from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.correlate import settings_from
-from auditor.errors import CollectError
 from auditor.ingest import load_node_names
 from auditor.metrics import render as render_metrics
 from auditor.metrics import write_textfile
@@ -39,12 +38,14 @@ class NightlyResult:
 
 
 def _previous_report(reports: Path, current: Path) -> dict[str, Any] | None:
+    """The newest earlier report that was delivered: a run that failed after writing its
+    report (metrics, say) left its folder marked undelivered, and its suspects stay new."""
     import json
 
     older = [f for f in nightly.dated_folders(reports) if f.name < current.name]
     for folder in reversed(older):
         path = folder / "report.json"
-        if path.is_file():
+        if path.is_file() and not (folder / nightly.UNDELIVERED).exists():
             data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
             return data
     return None
@@ -55,26 +56,28 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
     now = datetime.now(UTC)
     end = until or now
     start = end - parse_span(settings.nightly.since, "nightly.since")
+    busy = settings.busy_timeout_s
     with RunLock.for_db(settings.db) as lock, progress(interactive) as steps:
         log.info("nightly run for %s .. %s into %s", start, end, settings.reports_dir)
         failed: list[str] = []
         if do_sweep:
-            with steps.step("sweep: fabric tools, switches, hosts"), Store(settings.db) as store:
+            with steps.step("sweep: fabric tools, switches, hosts"), \
+                    Store(settings.db, busy_timeout_s=busy) as store:
                 names = load_node_names(settings.node_name_map)
+                # An unreachable management host fails the fabric tools only: switches,
+                # hosts and log files do not go through it.
+                runner = open_runner(settings.sweep)
+                if isinstance(runner, UnreachableRunner):
+                    log.error("management host unreachable: %s", runner.error)
                 try:
-                    runner = runner_for(settings.sweep)
-                except CollectError as exc:
-                    failed.append(str(exc))
-                    log.error("sweep not run: %s", exc)
-                else:
-                    try:
-                        result = sweep(store, settings, runner, at=now, node_names=names)
-                    finally:
-                        runner.close()
-                    for c in result.failed:
-                        failed.append(f"{c['command']}: {c['detail']}")
-                        log.error("source failed: %s: %s", c["command"], c["detail"])
-        with steps.step("suspects and report"), Store(settings.db, read_only=True) as store:
+                    result = sweep(store, settings, runner, at=now, node_names=names)
+                finally:
+                    runner.close()
+                for c in result.failed:
+                    failed.append(f"{c['command']}: {c['detail']}")
+                    log.error("source failed: %s: %s", c["command"], c["detail"])
+        with steps.step("suspects and report"), \
+                Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
             report = build_report(store, utc_naive(start), utc_naive(end),
                                   aliases=settings.aliases,
                                   verify_days=settings.nightly.verify_days,
@@ -82,6 +85,11 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                                   cfg=settings_from(settings.ranking))
             sources = store.sources()
         folder = nightly.dated_folder(settings.reports_dir, now)
+        # Undelivered until everything is out (report, metrics): a run that fails before the
+        # end leaves the mark, and the next run still counts these suspects as new.
+        undelivered = folder / nightly.UNDELIVERED
+        undelivered.write_text("this run failed before it delivered everything; see the log\n",
+                               encoding="utf-8")
         write_report(folder, report)
         new = new_suspects(_previous_report(settings.reports_dir, folder), report)
         log.info("report written to %s: %d suspect(s), %d new", folder,
@@ -96,4 +104,5 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
             log.info("removed old %s", path)
         if metrics_file is not None:
             write_textfile(metrics_file, render_metrics(report, sources))
+        undelivered.unlink()
     return NightlyResult(folder, nightly.exit_code(len(new), bool(failed)), new, failed, pruned)

@@ -187,19 +187,17 @@ def replacements_csv(report: dict[str, Any]) -> str:
 
 def write_report(out: Path, report: dict[str, Any]) -> list[Path]:
     """replacements.csv, report.json and report.html in `out` (created)."""
+    from auditor.outfiles import make_folder, write_text
     from auditor.report_html import render_html
 
-    out.mkdir(parents=True, exist_ok=True)
     files = {
         "replacements.csv": replacements_csv(report),
         "report.json": to_json(report) + "\n",
         "report.html": render_html(report),
     }
+    make_folder(out, "report")
     written = []
     for name, text in files.items():
-        path = out / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)  # a reader never sees half a report
-        written.append(path)
+        write_text(out / name, text, "report")  # a reader never sees half a report
+        written.append(out / name)
     return written

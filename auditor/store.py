@@ -5,6 +5,8 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from auditor import sql
-from auditor.errors import AuditorError
+from auditor.config import DEFAULT_BUSY_TIMEOUT_S
+from auditor.errors import AuditorError, DatabaseBusyError
 from auditor.models import (
     Fabric,
     FabricNode,
@@ -45,6 +48,8 @@ class SourceMeta:
     lines_total: int
     lines_unparsed: int
     records: int
+    # What besides the content changes the result (kind, job, year, zone, ...: JSON text).
+    options: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,29 +115,82 @@ def _events_columns(events: Sequence[PortEvent],
 
 
 
-class Store:
-    """One DuckDB file. Open it, use it, close it (or use it as a context manager)."""
+# Never fetch or load an extension because of what a file looks like: a SQLite file given as
+# --db would otherwise make DuckDB download its sqlite extension and attach the file.
+_CONNECT_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
 
-    def __init__(self, path: Path | str, read_only: bool = False) -> None:
+
+class Store:
+    """One DuckDB file. Open it, use it, close it (or use it as a context manager).
+
+    A file another process holds (DuckDB: one writer, or many readers) is retried for
+    `busy_timeout_s`, then DatabaseBusyError. A database written by a newer auditor (a schema
+    version this code does not know) is refused before anything is read or written."""
+
+    def __init__(self, path: Path | str, read_only: bool = False,
+                 busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._in_transaction = False
+        self._busy_timeout_s = busy_timeout_s
         if read_only and not self.path.exists():
             raise AuditorError(f"{self.path}: no such database (run 'auditor ingest' first)")
+        self._con = self._connect(read_only)
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise AuditorError(f"{self.path}: cannot open database: {exc}") from exc
-        if not read_only:
-            self._migrate()
-        elif self.schema_version() < self.latest_version():
-            # An older database opened by a read-only command: upgrade it once, then go on
-            # read-only (migrations only add tables and columns).
+            self._refuse_newer()
+            if not read_only:
+                self._migrate()
+            elif self.schema_version() < self.latest_version():
+                # An older database opened by a read-only command: upgrade it once, then go on
+                # read-only (migrations only add tables and columns).
+                self._con.close()
+                self._con = self._connect(read_only=False)
+                self._migrate()
+                self._con.close()
+                self._con = self._connect(read_only=True)
+        except BaseException:
             self._con.close()
-            upgrade = duckdb.connect(str(self.path))
-            self._con = upgrade
-            self._migrate()
-            upgrade.close()
-            self._con = duckdb.connect(str(self.path), read_only=True)
+            raise
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        try:
+            with self.path.open("rb") as f:
+                head = f.read(len(_SQLITE_MAGIC))
+        except OSError:
+            head = b""  # missing (a new database) or unreadable: DuckDB says which
+        if head == _SQLITE_MAGIC:
+            raise AuditorError(f"{self.path}: not a DuckDB database (it is a SQLite file)")
+        deadline = time.monotonic() + max(self._busy_timeout_s, 0.0)
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=read_only,
+                                      config=_CONNECT_CONFIG)
+            except duckdb.Error as exc:
+                text = str(exc)
+                if "Could not set lock" not in text:
+                    if "not a valid DuckDB database" in text:
+                        raise AuditorError(f"{self.path}: not a DuckDB database") from None
+                    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+                    raise AuditorError(f"{self.path}: cannot open database: {first}") from exc
+                left = deadline - time.monotonic()
+                if left > 0:
+                    time.sleep(min(0.2, left))
+                    continue
+                m = _LOCK_HOLDER.search(text)
+                who = (f"pid {m['pid']} ({Path(m['exe']).name})" if m
+                       else "another process")
+                raise DatabaseBusyError(
+                    f"{self.path}: database busy: {who} holds it; gave up after "
+                    f"{self._busy_timeout_s:g} s ([store] busy_timeout_s)") from None
+
+    def _refuse_newer(self) -> None:
+        found, known = self.schema_version(), self.latest_version()
+        if found > known:
+            raise AuditorError(
+                f"{self.path}: the database is from a newer auditor (schema version {found}; "
+                f"this one knows up to {known}); upgrade the auditor, nothing was changed")
 
     def __enter__(self) -> Store:
         return self
@@ -212,9 +270,35 @@ class Store:
         )
         return int(rows[0][0]) if rows else None
 
-    def stored_digests(self, sha256: Sequence[str]) -> set[str]:
-        """Which of these contents are stored already (as `find_source` without --at)."""
-        return {r[0] for r in self.run("sources_known", sha256=list(sha256))} if sha256 else set()
+    def sources_of(self, sha256: str, observed_at: datetime,
+                   explicit_at: bool) -> list[tuple[int, str | None]]:
+        """(source id, options) of every source of this content (as `find_source`)."""
+        rows = self.run("source_find", sha256=sha256, explicit_at=explicit_at,
+                        observed_at=utc_naive(observed_at))
+        return [(int(r[0]), r[1]) for r in rows]
+
+    def stored_sources(self, sha256: Sequence[str]) -> dict[str, list[tuple[int, str | None]]]:
+        """Which of these contents are stored already (as `find_source` without --at): content
+        -> (source id, options) of each source."""
+        found: dict[str, list[tuple[int, str | None]]] = {}
+        for digest, sid, options in (self.run("sources_known", sha256=list(sha256))
+                                     if sha256 else []):
+            found.setdefault(digest, []).append((int(sid), options))
+        return found
+
+    def forget_sources(self, source_ids: Sequence[int]) -> None:
+        """Delete these sources and everything they stored (a file ingested again with other
+        options replaces its earlier records; call it in the ingest's transaction)."""
+        if not source_ids:
+            return
+        for query in ("source_forget_job_nodes", "source_forget_jobs", "source_forget_nodes",
+                      "source_forget_ports", "source_forget_links", "source_forget_counters",
+                      "source_forget_port_events", "source_forget_source_issues",
+                      "source_forget_job_errors", "source_forget_job_logs",
+                      "source_forget_host_addresses", "source_forget_maintenance",
+                      "source_forget_inventory", "source_forget_port_labels",
+                      "source_forget_sources"):
+            self.run(query, source_ids=list(source_ids))
 
     def add_source(self, meta: SourceMeta) -> int:
         rows = self.run(
@@ -229,6 +313,7 @@ class Store:
             lines_total=meta.lines_total,
             lines_unparsed=meta.lines_unparsed,
             records=meta.records,
+            options=meta.options,
         )
         return int(rows[0][0])
 
@@ -368,6 +453,17 @@ class Store:
     def add_topology_events(self, source_id: int, seen_at: datetime, prev_at: datetime) -> None:
         self.run("topology_events_insert", source_id=source_id, seen_at=utc_naive(seen_at),
                  prev_at=utc_naive(prev_at))
+
+    def unmapped_event_ports(self) -> list[tuple[str, str | None]]:
+        """(device, port name) of the port events no topology placed, each pair once."""
+        return [(r[0], r[1]) for r in self.run("port_events_unmapped")]
+
+    def map_event_ports(self, rows: Sequence[tuple[str, str | None, str, int | None]]) -> None:
+        """Place unplaced port events: rows of (device, port name, GUID, port), one statement."""
+        if rows:
+            self.run("port_events_map", device=[r[0] for r in rows],
+                     port_name=[r[1] for r in rows], guid=[r[2] for r in rows],
+                     port=[r[3] for r in rows])
 
     def events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("port_events_window", since=utc_naive(since),

@@ -79,7 +79,7 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     fabric_files = [f for f in files if f.stem != "sacct"]
     if fabric_files:
         result.ingested = ingest_files(store, fabric_files, at=moment, origin=runner.where,
-                                       node_names=node_names)
+                                       node_names=node_names, aliases=settings.aliases)
     if len(fabric_files) < len(files):
         from zoneinfo import ZoneInfo
 

@@ -1,6 +1,6 @@
 -- Ports that carried a link in an earlier topology snapshot but carry none in the snapshot taken
--- at $seen_at, on nodes that are still present; with their last peer (GUID, port, name as last
--- seen) and when they went down.
+-- at $seen_at (and are not LinkUp there), on nodes that are still present; with their last
+-- peer (GUID, port, name as last seen) and when they went down.
 with ends as (
     select seen_at, a_guid as guid, a_port as port, b_guid as peer_guid, b_port as peer_port
     from links where seen_at <= $seen_at
@@ -27,4 +27,7 @@ select l.guid, l.port, l.peer_guid, l.peer_port, l.last_seen_up,
 from last_up l
 where l.last_seen_up < $seen_at
   and l.guid in (select guid from nodes where seen_at = $seen_at)
+  -- up (LinkUp) with no peer the tool could place ("Port not available") is not down
+  and not exists (select 1 from ports p where p.seen_at = $seen_at and p.guid = l.guid
+                  and p.port = l.port and p.phys_state = 'LinkUp')
 order by l.guid, l.port;

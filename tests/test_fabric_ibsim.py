@@ -188,3 +188,94 @@ def test_cable_moved_to_another_port_is_reported_as_moved(tmp_path: Path, db: Pa
     assert {(e["name"], e["port"]) for e in moved["after"]} == {("gpu-node-02", 1), ("leaf01", 5)}
     assert topo["appeared"] == [] and topo["disappeared"] == []
     assert topo["links"] == expected_links(TREE)
+
+
+def test_iblinkinfo_of_one_switch_keeps_its_links(tmp_path: Path, db: Path) -> None:
+    """Issue #11 item 9: `iblinkinfo -S <guid>` names peers by LID and description only. Alone
+    its links are kept with placeholder peers (and the slow uplink is still found); after a
+    full snapshot the LIDs resolve to the peers' GUIDs through it."""
+    leaf2 = TREE.leaf_guid(2)
+    net = write_net_file(TREE, degrade={("leaf02", "spine01"): "EDR"})
+    with IbSim(net, tmp_path / "sim") as sim:
+        sim.opensm_once()
+        full = capture(sim, tmp_path / "t0", "ibnetdiscover", "iblinkinfo")
+        one = capture(sim, tmp_path / "t1", f"iblinkinfo -S 0x{leaf2:016x}")
+    t1 = T0 + timedelta(hours=1)
+    with Store(tmp_path / "alone.duckdb") as store:
+        ingest_files(store, one, at=t1)
+        alone = fabric.topology(store, t1)
+    assert (alone["switches"], alone["hcas"], alone["links"]) == (3, 2, 4)
+    (slow,) = alone["degraded"]
+    assert ends(slow) == {("leaf02", TREE.uplink_port(1)), ("spine01", 2)}
+    with Store(db) as store:
+        ingest_files(store, full, at=T0)
+        ingest_files(store, one, at=t1)
+        snap, _ = fabric.snapshots(store, t1)
+        resolved = fabric.topology(store, t1)
+    hex16 = "0x{:016x}".format
+    assert {(lk.a_guid, lk.a_port, lk.b_guid, lk.b_port) for lk in snap.links} == {
+        *((hex16(TREE.host_guid(h)), 1, hex16(leaf2), h - 2) for h in (3, 4)),
+        *((hex16(TREE.spine_guid(s)), 2, hex16(leaf2), TREE.uplink_port(s)) for s in (1, 2))}
+    (slow,) = resolved["degraded"]
+    assert {(e["guid"], e["port"]) for e in slow["ends"]} == {
+        (hex16(leaf2), TREE.uplink_port(1)), (hex16(TREE.spine_guid(1)), 2)}
+    assert (slow["speed"], slow["possible_speed"]) == ("EDR", "HDR")
+
+
+def dual_port_net(tree: FatTree) -> str:
+    """The tree with gpu-node-03 a dual-port CA (`Ca 2`): port 1 on leaf02[1], port 2 on the
+    free leaf02[5]."""
+    net = write_net_file(tree)
+    host = 'Hca 1 "gpu-node-03" # "gpu-node-03 mlx5_0"\n[1] "leaf02"[1] # lid 9\n'
+    leaf = '[2] "gpu-node-04"[1]\n'
+    assert host in net and leaf in net
+    net = net.replace(host, 'Ca 2 "gpu-node-03" # "gpu-node-03 mlx4_0"\n'
+                            '[1] "leaf02"[1] # lid 9\n[2] "leaf02"[5] # lid 15\n')
+    return net.replace(leaf, leaf + '[5] "gpu-node-03"[2]\n')
+
+
+def test_a_dual_port_hca_is_one_hca(tmp_path: Path) -> None:
+    """Issue #11 item 9: the HCA count is of nodes, not ports, whichever capture says it."""
+    with IbSim(dual_port_net(TREE), tmp_path / "sim") as sim:
+        sim.opensm_once()
+        default = capture(sim, tmp_path / "default", "ibnetdiscover", "iblinkinfo")
+        lines = capture(sim, tmp_path / "lines", "ibnetdiscover -p", "iblinkinfo --line")
+    for name, files in {"both": default, "iblinkinfo": default[1:], "ports": lines[:1],
+                        "line": lines[1:], "ports+line": lines}.items():
+        with Store(tmp_path / f"{name}.duckdb") as store:
+            ingest_files(store, files, at=T0)
+            topo = fabric.topology(store, T0)
+            g = graph.build_graph(fabric.snapshots(store, T0)[0])
+        assert (topo["switches"], topo["hcas"], topo["links"]) == (
+            6, 8, expected_links(TREE) + 1), name
+        (hca,) = graph.host_guids(g, "gpu-node-03")
+        assert len(graph.node_links(g, hca)) == 2, name
+
+
+def test_two_hosts_sharing_a_guid_do_not_move_a_cable(tmp_path: Path, db: Path) -> None:
+    """Issue #11 item 11, as the real tools show it: gpu-node-05 takes gpu-node-02's node GUID
+    (ibsim's console `Guid` command; a net file with a duplicate GUID is refused). libibnetdisc
+    keeps one node per GUID, so gpu-node-02 seems to sit on gpu-node-05's cable and its own
+    switch port is up with no peer ("Port not available"). That is reported, and neither a
+    moved cable nor a down port nor a link-down event (of that port, or of gpu-node-05's cable
+    whose GUID vanished) comes of it."""
+    from auditor.duplicates import UNPLACED_ISSUE
+
+    with IbSim(write_net_file(TREE), tmp_path / "sim") as sim:
+        sim.opensm_once()
+        first = capture(sim, tmp_path / "t0", "ibnetdiscover", "iblinkinfo")
+        sim.console(f'Guid "gpu-node-05" 0x{TREE.host_guid(2):016x}')
+        second = capture(sim, tmp_path / "t1", "ibnetdiscover", "iblinkinfo")
+    t1 = T0 + timedelta(hours=1)
+    with Store(db) as store:
+        ingest_files(store, first, at=T0)
+        results = ingest_files(store, second, at=t1)
+        topo = fabric.topology(store, t1)
+        issues = [(i["kind"], i["reason"], i["lines"]) for i in store.issues()]
+        events = [(e["guid"], e["port"], e["state"]) for e in store.events(T0, t1)]
+    assert topo["moved"] == []
+    assert topo["ports_down"] == 0
+    assert [e for e in events if e[2] == "down"] == []  # leaf01:2 is up; gpu-node-05's cable too
+    assert issues == [("iblinkinfo", UNPLACED_ISSUE, 1)]
+    (warning,) = [w for r in results for w in r.warnings]
+    assert "leaf01 port 2" in warning and "Port not available" in warning

@@ -1,8 +1,9 @@
-"""Degraded links: each reason, which one wins, and the hints that are noise."""
+"""Degraded links: each reason, which one wins, and the hints that are noise; and when a cable
+counts as moved."""
 
 from __future__ import annotations
 
-from auditor.health import degraded_links
+from auditor.health import changes, degraded_links
 from auditor.models import Fabric, FabricNode, Link, NodeType, Port
 
 
@@ -57,3 +58,49 @@ def test_a_healthy_fabric_has_none() -> None:
     fab = fabric()
     fab.links = [lk for lk in fab.links if lk.a_guid != "h4" and lk.a_port not in (11, 13)]
     assert degraded_links(fab, fab.links) == []
+
+
+# --- moved cables (health.changes) ------------------------------------------------------------
+
+def _snapshot(links: list[Link], names: dict[str, str],
+              ports: dict[tuple[str, int], Port] | None = None) -> Fabric:
+    fab = Fabric(seen_at=None, links=links)
+    for key, name in names.items():
+        kind = NodeType.SWITCH if name.startswith("sw") else NodeType.HCA
+        fab.nodes[key] = FabricNode(key, kind, name, name)
+    for lk in links:
+        for guid, port in ((lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)):
+            fab.ports[(guid, port)] = Port(guid, port, state="Active", phys_state="LinkUp")
+    fab.ports.update(ports or {})
+    return fab
+
+
+BEFORE = _snapshot([Link("0xa", 1, "0xs1", 2), Link("0xb", 1, "0xs2", 1)],
+                   {"0xa": "host-a", "0xb": "host-b", "0xs1": "sw1", "0xs2": "sw2"})
+
+
+def test_a_node_that_shares_its_guid_does_not_move_a_cable() -> None:
+    # host-b now reports host-a's GUID; the capture lists both nodes, the second kept as 0xa~2.
+    now = _snapshot([Link("0xa", 1, "0xs1", 2), Link("0xa~2", 1, "0xs2", 1)],
+                    {"0xa": "host-a", "0xa~2": "host-b", "0xs1": "sw1", "0xs2": "sw2"})
+    diff = changes(now, BEFORE)
+    assert diff.moved == []
+    assert [[e.name for e in pair] for pair in diff.appeared] == [["host-b", "sw2"]]
+    assert [[e.name for e in pair] for pair in diff.disappeared] == [["host-b", "sw2"]]
+
+
+def test_a_cable_still_up_in_its_old_port_did_not_move() -> None:
+    # What the real tools show when host-b takes host-a's GUID: one node 0xa, cabled where
+    # host-b is, and host-a's switch port up with no peer ("Port not available").
+    up = {("0xs1", 2): Port("0xs1", 2, state="Active", phys_state="LinkUp")}
+    now = _snapshot([Link("0xa", 1, "0xs2", 1)], {"0xa": "host-a", "0xs1": "sw1", "0xs2": "sw2"},
+                    up)
+    diff = changes(now, BEFORE)
+    assert diff.moved == []
+    assert len(diff.appeared) == 1 and len(diff.disappeared) == 2
+    # The same picture with the old port down is a cable that moved.
+    down = {("0xs1", 2): Port("0xs1", 2, state="Down", phys_state="Polling")}
+    now = _snapshot([Link("0xa", 1, "0xs2", 1)], {"0xa": "host-a", "0xs1": "sw1", "0xs2": "sw2"},
+                    down)
+    (moved,) = changes(now, BEFORE).moved
+    assert [(e.name, e.port) for e in moved.after] == [("host-a", 1), ("sw2", 1)]

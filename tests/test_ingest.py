@@ -95,3 +95,54 @@ def test_many_job_logs_in_one_command_store_what_one_per_command_does(tmp_path: 
     assert len(stored[0][0]) > 10
     assert {row[1] for row in stored[0][1]} == {"unreadable Xid line",
                                                  "unreadable torchelastic failure"}
+
+
+def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None:
+    """Issue #11 item 11. A capture lists two different nodes under one node GUID (edited from a
+    real capture: see the fixture's "about"). Both are kept, the ingest says so naming the GUID
+    and both descriptions, `sources` counts it, and neither a moved cable nor a link-down event
+    comes of it."""
+    from auditor import fabric
+    from auditor.duplicates import ISSUE
+
+    clean = FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"
+    clash = FIXTURES / "ibnetdiscover" / "edited_duplicate_caguid_two_hosts.txt"
+    t0, t1 = datetime(2026, 11, 30, 6, tzinfo=UTC), datetime(2026, 11, 30, 7, tzinfo=UTC)
+    guid = "0x1070fd0300000200"
+    with Store(db) as store:
+        ingest_files(store, [clean], at=t0)
+        (result,) = ingest_files(store, [clash], at=t1)
+        topo = fabric.topology(store, t1)
+        snap, _ = fabric.snapshots(store, t1)
+        issues = [(i["path"], i["reason"], i["lines"]) for i in store.issues()]
+        downs = [e for e in store.events(t0, t1) if e["state"] == "down"]
+    (warning,) = result.warnings
+    assert guid in warning and "'gpu-node-02 mlx5_0'" in warning
+    assert "'gpu-node-05 mlx5_0'" in warning
+    assert issues == [(str(clash), ISSUE, 1)]
+    assert (topo["hcas"], topo["links"], topo["ports_down"]) == (8, 16, 0)
+    assert topo["moved"] == []
+    # The node that had the GUID in the snapshot before keeps it, whatever the print order.
+    assert (snap.nodes[guid].name, snap.nodes[f"{guid}~2"].name) == ("gpu-node-02", "gpu-node-05")
+    assert [[e["name"] for e in pair] for pair in topo["appeared"]] == [["gpu-node-05", "leaf03"]]
+    # gpu-node-05's old GUID left the fabric while its switch port stayed cabled: no link down.
+    assert downs == []
+
+
+def test_iblinkinfo_of_one_switch_alone_keeps_its_links_and_hints(db: Path) -> None:
+    """Issue #11 item 9. `iblinkinfo -S <guid>` names every peer by LID and description only;
+    with no snapshot to resolve the LIDs the links are kept with placeholder peers, and the
+    slow uplink's "Could be 53.125 Gbps" is reported."""
+    from auditor import fabric
+
+    capture = FIXTURES / "iblinkinfo" / "ibsim_S_one_switch_peers_by_lid_slow_uplink.txt"
+    at = datetime(2026, 11, 30, 6, tzinfo=UTC)
+    with Store(db) as store:
+        (result,) = ingest_files(store, [capture], at=at)
+        topo = fabric.topology(store, at)
+    assert (topo["switches"], topo["hcas"], topo["links"]) == (3, 2, 4)
+    (slow,) = topo["degraded"]
+    assert [(e["name"], e["guid"], e["port"]) for e in slow["ends"]] == [
+        ("leaf02", "0xb8599f0300200002", 3), ("spine01", "lid:1", 2)]
+    assert (slow["speed"], slow["possible_speed"]) == ("EDR", "HDR")
+    assert any("kept as lid:<N>" in w for w in result.warnings)

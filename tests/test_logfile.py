@@ -1,22 +1,39 @@
 """The log scanners (ripgrep, GNU grep, the Python fallback) read a file the same way: the same
-candidate lines and numbers, line counts, garbage counts, half-written last lines and source key.
+candidate lines and numbers, line counts, garbage counts, half-written last lines, NUL-damaged
+lines, the damage of a truncated .gz and source key. The translation of Python regexes to the
+POSIX ERE GNU grep runs selects the lines Python's `re` selects.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
+import re
 import shutil
+import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from auditor.collect import logfile
-from auditor.collect.logfile import LogScan, Tool, pick_tool, scan
+from auditor.collect.logfile import LogScan, Tool, pick_tool, scan, to_ere
 from auditor.events import _ENVELOPES, _PREFILTERS
 from auditor.parse import syslog
-from tests.conftest import need
+from tests.conftest import FIXTURES, need
+from tests.strategies import near_miss
 
 SYSLOG_ENVELOPE = _ENVELOPES["syslog"]
+
+_PLAIN = (
+    b"2026-11-30T06:28:57.478325+00:00 leaf01 mgmtd[4128]: Interface IB1/3 changed state "
+    b"to DOWN\n"
+    b"2026-11-30T06:28:58.000000+00:00 leaf01 sshd[17]: session closed for user admin\n"
+    b"2026-11-30T06:29:03.101000+00:00 leaf01 mgmtd[4128]: Interface IB1/3 changed state "
+    b"to UP\n"
+)
 
 # Each file is unusual in one way; all are scanned by every scanner.
 FILES: dict[str, bytes] = {
@@ -60,6 +77,29 @@ FILES: dict[str, bytes] = {
         b"<134>1 2026-11-30T06:28:57.100Z ufm01 ufm - - - 2026-11-30 06:28:57.100 [12345] "
         b"[329] WARNING [Hardware] IBPort [0x0002c90300a1b2c3_17]: Link went down\n"
     ),
+    # rsyslog after a crash: a run of NULs where the file was cut, on a line of its own ...
+    "nul-run-first-lines": b"\x00" * 3000 + b"\n" + b"\x00\x00\n" + _PLAIN,
+    # ... or with the next line it wrote right after the zeros (read without them)
+    "nul-run-glued-to-an-event": (
+        b"\x00" * 500 + b"2026-11-30T06:28:57Z leaf01 mgmtd[9]: Interface IB1/3 changed state "
+        b"to DOWN\n" + b"\x00" * 9 + b"2026-11-30T06:28:58Z leaf01 ntpd[812]: adjusting clock\n"
+        + _PLAIN
+    ),
+    # NULs inside lines: the line is debris, event or not (never silently dropped)
+    "nul-inside-lines": (
+        _PLAIN
+        + b"2026-11-30T06:30:00Z leaf01 mgmtd[9]: Interface IB1/4 changed\x00 state to DOWN\n"
+        + b"2026-11-30T06:30:01Z leaf01 mgmtd[9]: Interface IB1/5 changed state to DOWN\x00\n"
+        + b"2026-11-30T06:30:02Z leaf01 sshd[1]: se\x00ssion closed\n"
+        + b"garbage \x00 without an envelope\n" + b"garbage without an envelope\n"
+    ),
+    # past the first 64 KiB, where the head check never looked
+    "nul-after-64-kib": (
+        b"2026-11-30T05:00:00Z leaf01 sshd[17]: session closed for user admin, padding\n" * 1000
+        + b"\x00" * 4096 + b"\n" + _PLAIN
+    ),
+    "nul-run-unterminated-last-line": _PLAIN + b"\x00" * 700,
+    "only-nuls": b"\x00" * 64,
 }
 
 
@@ -70,7 +110,8 @@ def scanners() -> list[Tool]:
 def outcome(found: LogScan) -> tuple[object, ...]:
     found.finish()
     return (found.total_lines, found.no_envelope, found.candidates, found.last_line_complete,
-            found.first_no_envelope, found.sha256)
+            found.first_no_envelope, found.nul_lines, found.nul_read, found.first_nul,
+            found.first_nul_read, found.last_line_nul, found.gzip_error, found.sha256)
 
 
 def write(tmp_path: Path, name: str, data: bytes, compressed: bool) -> Path:
@@ -105,7 +146,7 @@ def test_what_the_scan_finds(tmp_path: Path) -> None:
     data = FILES["garbage-and-blank-lines"] + FILES["half-written-event-last"]
     path = write(tmp_path, "mixed", data, compressed=False)
     for tool in scanners():
-        total, garbage, candidates, complete, example, key = outcome(
+        total, garbage, candidates, complete, example, *_, key = outcome(
             scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool=tool))
         assert total == 7
         assert garbage == 4  # the header, the blank, the spaces, and the envelope-less line
@@ -187,3 +228,164 @@ def test_a_ripgrep_without_the_flags_we_use_is_passed_over(tmp_path: Path,
         assert found == outcome(scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool="python"))
     finally:
         logfile._rg_accepts.cache_clear()
+
+
+def test_what_the_scan_makes_of_nul_bytes(tmp_path: Path) -> None:
+    """The reference result for NUL-damaged files (every scanner agrees with it, above): a line
+    holding NULs is never parsed as it is nor counted as garbage; a candidate whose NULs only
+    lead it is read without them."""
+    for tool in scanners():
+        path = write(tmp_path, "inside", FILES["nul-inside-lines"], compressed=False)
+        found = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool=tool).finish()
+        assert (found.total_lines, found.nul_lines, found.nul_read) == (8, 4, 0), tool
+        assert found.no_envelope == 1  # the garbage line without a NUL
+        assert [n for n, _ in found.candidates] == [1, 3]  # the NUL events are not candidates
+        assert found.first_nul is not None and found.first_nul[0] == 4
+        path = write(tmp_path, "glued", FILES["nul-run-glued-to-an-event"], compressed=True)
+        found = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool=tool).finish()
+        assert (found.nul_lines, found.nul_read, found.no_envelope) == (2, 1, 0), tool
+        assert found.candidates[0] == (1, "2026-11-30T06:28:57Z leaf01 mgmtd[9]: Interface IB1/3 "
+                                          "changed state to DOWN")
+        path = write(tmp_path, "tail", FILES["nul-run-unterminated-last-line"], compressed=False)
+        found = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool=tool).finish()
+        assert (found.total_lines, found.last_line_complete, found.last_line_nul) == \
+            (4, False, True), tool
+
+
+def _damaged_gzip(tmp_path: Path, data: bytes, how: str) -> Path:
+    packed = gzip.compress(data)
+    if how == "truncated":
+        packed = packed[: len(packed) * 2 // 3]
+    else:  # a wrong CRC in the trailer: every byte decompresses, the check fails
+        packed = packed[:-8] + bytes(b ^ 0xFF for b in packed[-8:-4]) + packed[-4:]
+    path = tmp_path / f"{how}.log.gz"
+    path.write_bytes(packed)
+    return path
+
+
+@pytest.mark.parametrize("how", ["truncated", "bad-crc"])
+def test_every_scanner_reads_a_damaged_gzip_up_to_the_damage(tmp_path: Path, how: str) -> None:
+    data = b"".join(
+        b"2026-11-30T06:%02d:%02d.000000+00:00 leaf%02d mgmtd[4128]: Interface IB1/%d changed "
+        b"state to %s\n" % (i // 60 % 60, i % 60, i % 7, i % 30 + 1, b"DOWN" if i % 2 else b"UP")
+        for i in range(3000))
+    path = _damaged_gzip(tmp_path, data, how)
+    results = {tool: outcome(scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool=tool))
+               for tool in scanners()}
+    python = results.pop("python")
+    for tool, got in results.items():
+        assert got == python, tool
+    found = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool="python").finish()
+    assert found.gzip_error, "the damage is reported"
+    if how == "truncated":
+        assert 0 < found.total_lines < 3000
+        # the line cut by the damage may not match
+        assert len(found.candidates) in (found.total_lines - 1, found.total_lines)
+    else:
+        assert found.total_lines == 3000 and "crc" in found.gzip_error
+
+
+def test_without_gzip_a_damaged_gzip_is_read_by_zlib(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """No gzip program: Python's zlib reads what precedes the damage (within a few bytes of
+    what gzip gives: the line cut by the damage may differ)."""
+    data = b"2026-11-30T06:28:57Z leaf01 mgmtd[9]: Interface IB1/3 changed state to DOWN\n" * 4000
+    path = _damaged_gzip(tmp_path, data, "truncated")
+    with_gzip = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE, tool="python").finish()
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", str(tools))  # no gzip (and no wc: the Python scan)
+    found = scan(path, syslog.PREFILTER, SYSLOG_ENVELOPE).finish()
+    assert found.gzip_error == "unexpected end of file"
+    assert abs(found.total_lines - with_gzip.total_lines) <= 1
+    assert found.candidates[:100] == with_gzip.candidates[:100]
+
+
+# ---------------------------------------------------------------------------------------------
+# Python regex -> POSIX ERE (GNU grep without ripgrep): the same lines as Python's `re`
+
+def test_escapes_inside_brackets_are_translated() -> None:
+    assert to_ere(r"port [\d/]+ down") == "port [0-9/]+ down"
+    assert to_ere(r"[\w.-]+ [\s\]]") == "[[:alnum:]_.-]+ [][:space:]]"
+    assert to_ere(r"[\^]x[\^-]") == r"\^x[-^]"
+    assert to_ere(r"(?P<state>up|down) \D") == "(up|down) [^0-9]"
+    assert to_ere(r"(?i)down") is None  # flags: grep -P
+    assert to_ere(r"[^\D]") is None  # a negated class inside brackets has no ERE form
+    for kind, pattern in _PREFILTERS.items():  # the built-ins all stay in ERE
+        assert to_ere(pattern) is not None, kind
+        assert to_ere(_ENVELOPES[kind]) is not None, kind
+
+
+def test_a_site_pattern_with_escapes_in_brackets_loses_nothing_under_grep(tmp_path: Path) -> None:
+    """On a host without ripgrep a site pattern `port [\\d/]+ down` used to become
+    `[[0-9]/]+` for grep: its events were silently lost."""
+    need(None if shutil.which("grep") else "GNU grep is not installed")
+    pattern = syslog.PREFILTER + r"|port [\d/]+ down"
+    path = write(tmp_path, "site", b"Nov 30 06:00:00 sw9 portd: port 1/17 down\n"
+                 b"Nov 30 06:00:01 sw9 portd: port 1/17/2 down\n" + FILES["plain"], False)
+    grep = scan(path, pattern, SYSLOG_ENVELOPE, tool="grep")
+    assert outcome(grep) == outcome(scan(path, pattern, SYSLOG_ENVELOPE, tool="python"))
+    assert [n for n, _ in grep.candidates] == [1, 2, 3, 5]
+
+
+_CORPUS_FILES = sorted(p for kind in ("syslog", "ufm_events", "opensm", "dmesg")
+                       for p in (FIXTURES / kind).glob("*.txt"))
+_CORPUS = [line for p in _CORPUS_FILES
+           for line in p.read_text(encoding="utf-8", errors="replace").splitlines() if line]
+_LINES = near_miss(_CORPUS, actions=("keep", "cut", "insert", "replace", "digits", "raw"),
+                   noise=st.text(max_size=8))
+
+_LITERALS = ["port", "IB", "Interface ", "changed state", "DOWN", "down", "Link", "mlx5_",
+             "leaf", " ", "/", ":", "-", "_", ".", "1", "7", "a", "Z", r"\.", r"\[", r"\]",
+             r"\/", r"\-", r"\d", r"\w", r"\s", r"\D", r"\W", r"\S", r"\b"]
+_MEMBERS = [r"\d", r"\w", r"\s", r"\]", r"\[", r"\-", r"\\", r"\^", r"\.", r"\/", "/", ":",
+            "_", " ", ".", "a-z", "A-F", "0-5", "3-9", "x", "B", "#", "=", ",", "[", "^"]
+
+
+@st.composite
+def _bracket(draw: st.DrawFn) -> str:
+    members = draw(st.lists(st.sampled_from(_MEMBERS), min_size=1, max_size=4))
+    negate = draw(st.booleans())
+    lead = draw(st.sampled_from(["", "]", "-"]))  # a literal ] or - first
+    tail = draw(st.sampled_from(["", "-"]))  # a literal - last
+    body = lead + "".join(members) + tail
+    if not negate and body.startswith("^"):
+        body = "\\" + body
+    return "[" + ("^" if negate else "") + body + "]"
+
+
+@st.composite
+def _site_pattern(draw: st.DrawFn) -> str:
+    def piece() -> str:
+        atom = draw(st.one_of(_bracket(), st.sampled_from(_LITERALS)))
+        return atom + draw(st.sampled_from(["", "", "+", "*", "?", "{1,3}", "{2}", "{,2}", "+?",
+                                            "*?"]))
+
+    branches = ["".join(piece() for _ in range(draw(st.integers(1, 4))))
+                for _ in range(draw(st.integers(1, 3)))]
+    group = draw(st.sampled_from(["{}", "(?:{})", "(?P<state>{})", "^{}", "{}$"]))
+    return group.format("|".join(branches))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=_site_pattern(), lines=st.lists(_LINES, min_size=1, max_size=30))
+def test_ere_translation_selects_what_python_re_selects(tmp_path_factory: pytest.TempPathFactory,
+                                                        pattern: str, lines: list[str]) -> None:
+    need(None if shutil.which("grep") else "GNU grep is not installed")
+    try:
+        with warnings.catch_warnings():  # "possible nested set": a literal [ in brackets
+            warnings.simplefilter("ignore", FutureWarning)
+            python = re.compile(pattern.encode())
+    except re.error:
+        return  # not a pattern the config would accept
+    ere = to_ere(pattern)
+    assert ere is not None, pattern
+    data = [line.replace("\n", " ").replace("\r", " ").encode() for line in lines]
+    path = tmp_path_factory.mktemp("ere") / "lines.txt"
+    path.write_bytes(b"".join(line + b"\n" for line in data))
+    done = subprocess.run(["grep", "-a", "-n", "-E", "-e", ere, str(path)], capture_output=True,
+                          env={**os.environ, "LC_ALL": "C"}, check=False)
+    assert done.returncode in (0, 1), (pattern, ere, done.stderr)
+    grep = [int(row.split(b":", 1)[0]) for row in done.stdout.splitlines()]
+    expected = [n for n, line in enumerate(data, 1) if python.search(line)]
+    assert grep == expected, (pattern, ere)

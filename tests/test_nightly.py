@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from auditor.config import Secret, Settings, SnmpSettings, SweepSettings, SwitchSettings
-from auditor.errors import AuditorError, ConfigError
+from auditor.errors import AuditorError, ConfigError, DatabaseBusyError
 from auditor.nightly import (
+    EXIT_BUSY,
     EXIT_LOCKED,
+    EXIT_NEW_AND_FAILED,
     EXIT_NEW_SUSPECTS,
     EXIT_OK_NOTHING,
     EXIT_SOURCES_FAILED,
@@ -81,7 +83,9 @@ def test_exit_codes() -> None:
     assert exit_code(0, False) == 0
     assert exit_code(3, False) == 10
     assert exit_code(0, True) == 20
-    assert exit_code(1, True) == 10  # new suspects win; the report names the failed sources
+    # Neither hides the other (issue 11, item 13): 30 = 10 + 20.
+    assert exit_code(1, True) == EXIT_NEW_AND_FAILED == 30
+    assert EXIT_BUSY == DatabaseBusyError.exit_code == 3
 
 
 def test_second_process_is_refused_at_once(holder: tuple[subprocess.Popen[str], Path]) -> None:

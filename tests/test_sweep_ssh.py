@@ -59,9 +59,10 @@ def test_unknown_host_key_is_refused_and_not_added(tmp_path: Path, sshd: Sshd) -
     cfg = tmp_path / "auditor.toml"
     write_config(cfg, sshd, known, {}, tmp_path)
     res = CliRunner().invoke(app, ["--db", str(tmp_path / "a.duckdb"), "--config", str(cfg),
-                                   "sweep"])
-    assert res.exit_code != 0
-    assert isinstance(res.exception, Exception)
-    assert "127.0.0.1" in str(res.exception)
-    assert "not found in known_hosts" in str(res.exception)
+                                   "sweep", "--format", "json"])
+    assert res.exit_code == 1, res.output  # the host's commands failed; the sweep went on
+    commands = json.loads(res.stdout)["commands"]
+    assert [c["status"] for c in commands] == ["failed"] * 3
+    assert all("127.0.0.1" in c["detail"] and "not found in known_hosts" in c["detail"]
+               for c in commands)
     assert known.read_text() == ""

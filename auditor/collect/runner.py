@@ -41,7 +41,8 @@ class LocalRunner:
 
     where = "local"
 
-    def __init__(self, env: dict[str, str] | None = None, timeout_s: float = 300.0) -> None:
+    def __init__(self, env: dict[str, str] | None = None,
+                 timeout_s: float = SweepSettings().timeout_s) -> None:
         self._env = {**os.environ, **(env or {})}
         self._timeout = timeout_s
 
@@ -133,6 +134,32 @@ def runner_for(settings: SweepSettings) -> Runner:
     if settings.host in (None, "", "local"):
         return LocalRunner(settings.env, settings.timeout_s)
     return SshRunner(settings)
+
+
+class UnreachableRunner:
+    """Stands in for a management host that could not be reached: each fabric command fails at
+    once with the connect error. The sweep goes on with what does not need that host (switch
+    SNMP and CLI, compute hosts, log files)."""
+
+    def __init__(self, where: str, error: CollectError) -> None:
+        self.where = where
+        self.error = error
+
+    def run(self, argv: list[str]) -> CommandResult:
+        check(argv)
+        raise self.error
+
+    def close(self) -> None:
+        return None
+
+
+def open_runner(settings: SweepSettings) -> Runner:
+    """runner_for, but an unreachable management host is an UnreachableRunner, not an error
+    (a bad config, such as an unset secret, still raises)."""
+    try:
+        return runner_for(settings)
+    except CollectError as exc:
+        return UnreachableRunner(settings.host or "local", exc)
 
 
 def save_capture(folder: Path, name: str, result: CommandResult) -> Path:

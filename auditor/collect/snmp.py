@@ -67,7 +67,7 @@ from pysnmp.proto.rfc1902 import (
 )
 from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
 
-from auditor.config import Secret
+from auditor.config import Secret, SnmpSettings
 from auditor.errors import ConfigError
 
 SnmpStatus = Literal["ok", "timeout", "auth_failed", "parse_failed", "error"]
@@ -133,22 +133,25 @@ _NO_ACCESS = (6, 16)  # errorStatus noAccess, authorizationError
 _TOO_BIG = 1
 
 
+_DEFAULTS = SnmpSettings()  # the config's defaults, written once in auditor.config
+
+
 @dataclass(frozen=True)
 class SnmpTarget:
     """One agent. Secrets are `env:VAR` references, read only while polling."""
 
     name: str
     host: str
-    port: int = 161
-    version: str = "2c"  # "2c" or "3"; v1 has no GETBULK and no Counter64, so it is refused
+    port: int = _DEFAULTS.port
+    version: str = _DEFAULTS.version  # "2c" or "3"; v1 has no GETBULK and no Counter64
     community: Secret | None = None
     user: str | None = None
     auth_key: Secret | None = None
     priv_key: Secret | None = None
-    auth_proto: str = "SHA"
-    priv_proto: str = "AES"
-    timeout_s: float = 2.0
-    retries: int = 1
+    auth_proto: str = _DEFAULTS.auth_proto
+    priv_proto: str = _DEFAULTS.priv_proto
+    timeout_s: float = _DEFAULTS.timeout_s
+    retries: int = _DEFAULTS.retries
 
     def __post_init__(self) -> None:
         where = f"snmp target {self.name!r}"

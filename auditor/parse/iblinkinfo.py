@@ -3,23 +3,32 @@
 iblinkinfo prints the GUID of a CA's PORT, never the CA's node GUID. Conventions the store
 relies on, shared with the `-p` form of `auditor.parse.ibnetdiscover`:
 
-- CA and router nodes are keyed by their PORT GUID: `Node.guid == Port.guid == Port.port_guid`.
-  A dual-port HCA becomes two nodes with the same description. The store maps port GUID ->
-  node GUID when it has a default-form ibnetdiscover snapshot (whose `Port.port_guid` it is).
+- CA and router nodes are keyed by a PORT GUID: `Node.guid == Port.guid`, and every port keeps
+  its own GUID in `Port.port_guid`. The ports under one `CA:` header are one node (a dual-port
+  HCA is one HCA), keyed by the GUID of its lowest-numbered port. `--line` form has no headers:
+  consecutive lines with the same description whose port GUIDs step with their port numbers
+  (port GUID = base + port, as on ConnectX-3 and in ibsim) are taken as one node. The store
+  maps port GUID -> node GUID when it has a default-form ibnetdiscover snapshot.
 - Switches are keyed by the GUID iblinkinfo prints (port 0's, equal to the node GUID on every
   switch we know of); their `Port.port_guid` is None.
 - The default form names a link's far end by LID, port and description only. The LID is looked
   up among the nodes in the same capture (then description + port, for fabrics where LIDs are
   still 0 or clash). A far end that is not in the capture (`--switches-only`, `--down`, `-S`)
-  keeps `b_guid = "lid:<N>"`, for the store to resolve. Such placeholders always sort after
-  real GUIDs, so they are always the `b` end, and are dropped when the other end's own line
-  already gave the link.
+  keeps `b_guid = "lid:<N>"`, for the store to resolve, and gets a placeholder node with that
+  key and the description printed for it (a switch when the description names a model or the
+  far port is above 2, else a CA; the ports of one CA share the key of its first LID). Such
+  placeholders always sort after real GUIDs, so they are always the `b` end, and are dropped
+  when the other end's own line already gave the link. A far end with LID 0 (no SM) gets no
+  placeholder node: nothing could ever resolve it.
 - `--line` form names the far end by GUID, so nothing is left to resolve. It has no node
   headers: a GUID listed with several ports, or with a `MF0;host:model` description, is taken
   as a switch, anything else as a CA.
 - Width, speed and the "Could be" hints are None for a port that is Down (IBTA C14-24.2.1 lets
   such a port report garbage), and speeds are the IBTA names (HDR, not 53.125 Gbps).
-- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port).
+- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port). A port named as
+  its own peer is an error.
+- A port that is up but has no peer (`"Port not available"`: the tool could not place the far
+  end, which is what two nodes sharing one GUID look like) is listed in `Topology.unplaced`.
 """
 
 from __future__ import annotations
@@ -28,9 +37,10 @@ import re
 from dataclasses import dataclass
 
 from auditor.errors import ParseError
-from auditor.models import Link, Node, NodeType, Port, Topology
+from auditor.models import LID_KEY_PREFIX, Link, Node, NodeType, Port, Topology
 from auditor.parse._common import (
     DESCRIPTION_MAX,
+    EXAMPLE_MAX,
     GUID_HEX,
     LANE_SPEEDS,
     WIDTHS,
@@ -86,6 +96,10 @@ class _PortLine:
     peer_lid: int | None  # None: no peer
     peer_port: int | None
     peer_desc: str | None
+    port_guid: str | None = None  # a CA's own port GUID (guid becomes its node's key)
+    section: int | None = None  # which `CA:`/`Router:` section the line is in
+    line_no: int = 0
+    line: str = ""
 
 
 def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLine:
@@ -126,6 +140,8 @@ def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLin
         peer_lid=int(peer_lid) if peer_lid is not None else None,
         peer_port=int(m.group("peer_port")) if peer_lid is not None else None,
         peer_desc=clip(peer_desc, DESCRIPTION_MAX) if peer_desc is not None else None,
+        line_no=line_no,
+        line=line,
     )
 
 
@@ -142,6 +158,7 @@ def parse_iblinkinfo(text: str) -> Topology:
     port_lines: list[_PortLine] = []
     section_guid: str | None = None  # current Switch: section
     section: tuple[NodeType, str] | None = None  # current CA:/Router: section
+    sections = 0
     line_mode_guids: set[str] = set()
     cut: list[tuple[int, str]] = []
 
@@ -156,6 +173,7 @@ def parse_iblinkinfo(text: str) -> Topology:
                     raise ParseError(_KIND, line_no, line, "CA port line outside a CA section")
                 guid = norm_guid(m.group("guid"))
                 pl = _port_line(guid, m, line_no, line)
+                pl.port_guid, pl.section = guid, sections
                 if guid not in nodes:
                     nodes[guid] = _NodeInfo(section[0], section[1])
                 port_lines.append(pl)
@@ -179,6 +197,7 @@ def parse_iblinkinfo(text: str) -> Topology:
                 raise ParseError(_KIND, line_no, line, "unrecognised --line port line")
             guid = norm_guid(m.group("guid"))
             pl = _port_line(guid, m, line_no, line)
+            pl.port_guid = guid
             line_info = nodes.get(guid)
             if line_info is None:
                 # %30s right-aligns the description; the padding is not part of it.
@@ -206,6 +225,7 @@ def parse_iblinkinfo(text: str) -> Topology:
             if node_type is None:
                 raise ParseError(_KIND, line_no, line, "unknown node type")
             section = (node_type, cap_description(m.group(2), line_no, line, cut))
+            sections += 1
             section_guid = None
             continue
         raise ParseError(_KIND, line_no, line, "unrecognised line")
@@ -220,10 +240,53 @@ def parse_iblinkinfo(text: str) -> Topology:
             info.node_type = NodeType.SWITCH
         else:
             info.lid = None  # a CA's LID belongs to its port, see models.Node
-    return _build(nodes, port_lines, cut)
+    alias = _group_ca_ports(nodes, port_lines)
+    return _build(nodes, port_lines, alias, cut)
 
 
-def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
+def _group_ca_ports(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine]) -> dict[str, str]:
+    """Make the ports of one multi-port CA one node (see the module docstring); returns the
+    port GUIDs that were folded into another port's key, with that key."""
+    groups: list[list[_PortLine]] = []
+    prev: _PortLine | None = None
+    for pl in port_lines:
+        info = nodes[pl.guid]
+        if info.node_type is NodeType.SWITCH:
+            prev = None
+            continue
+        if pl.section is not None:
+            same = prev is not None and prev.section == pl.section
+        else:
+            same = (prev is not None and prev.section is None and pl.port != prev.port
+                    and nodes[prev.guid].description == info.description
+                    and int(pl.guid, 16) - int(prev.guid, 16) == pl.port - prev.port)
+        if same:
+            groups[-1].append(pl)
+        else:
+            groups.append([pl])
+        prev = pl
+    alias: dict[str, str] = {}
+    for group in groups:
+        if len({pl.guid for pl in group}) < 2:
+            continue
+        key = min(group, key=lambda pl: pl.port).guid
+        for pl in group:
+            if pl.guid != key:
+                alias[pl.guid] = key
+                nodes.pop(pl.guid, None)
+                pl.guid = key
+    return alias
+
+
+def _guess_type(description: str, port: int) -> NodeType:
+    # iblinkinfo prints no type for a far end. Switch descriptions name a model
+    # (`MF0;leaf01:MQM8700/U1`); CAs have one or two ports.
+    if describe(description).model is not None or port > 2:
+        return NodeType.SWITCH
+    return NodeType.HCA
+
+
+def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine], alias: dict[str, str],
            cut: list[tuple[int, str]]) -> Topology:
     by_lid: dict[int, str | None] = {}  # None: LID used by two nodes
     by_desc_port: dict[tuple[str, int], str | None] = {}
@@ -238,7 +301,7 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
 
     ports: dict[tuple[str, int], Port] = {}
     links: dict[tuple[str, int, str, int], Link] = {}
-    pending: list[Link] = []  # far end not found in this capture
+    pending: list[_PortLine] = []  # far end not found in this capture
     for pl in port_lines:
         is_switch = nodes[pl.guid].node_type is NodeType.SWITCH
         key = (pl.guid, pl.port)
@@ -246,7 +309,7 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
             ports[key] = Port(
                 guid=pl.guid,
                 port=pl.port,
-                port_guid=None if is_switch else pl.guid,
+                port_guid=None if is_switch else pl.port_guid,
                 lid=pl.lid,
                 state=pl.state,
                 phys_state=pl.phys_state,
@@ -257,17 +320,17 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
             )
         if pl.peer_lid is None or pl.peer_port is None:
             continue
-        peer = pl.peer_guid
+        peer = alias.get(pl.peer_guid, pl.peer_guid) if pl.peer_guid else None
         if peer is None and pl.peer_lid:
             peer = by_lid.get(pl.peer_lid)
         if peer is None and pl.peer_desc is not None:
             peer = by_desc_port.get((pl.peer_desc, pl.peer_port))
         if peer is None:
-            pending.append(
-                Link(pl.guid, pl.port, f"lid:{pl.peer_lid}", pl.peer_port, pl.width, pl.speed)
-            )
+            pending.append(pl)
             continue
         a, b = (pl.guid, pl.port), (peer, pl.peer_port)
+        if a == b:
+            raise ParseError(_KIND, pl.line_no, pl.line, "port named as its own peer")
         if b < a:
             a, b = b, a
         link_key = (a[0], a[1], b[0], b[1])
@@ -275,12 +338,32 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine],
             links[link_key] = Link(a[0], a[1], b[0], b[1], pl.width, pl.speed)
 
     linked = {(lk[0], lk[1]) for lk in links} | {(lk[2], lk[3]) for lk in links}
-    for link in pending:
-        link_key = (link.a_guid, link.a_port, link.b_guid, link.b_port)
-        if (link.a_guid, link.a_port) not in linked and link_key not in links:
-            links[link_key] = link
+    peers: dict[str, Node] = {}  # placeholder key -> node
+    ca_peers: dict[str, tuple[str, set[int]]] = {}  # description -> key, ports seen
+    for pl in pending:
+        if (pl.guid, pl.port) in linked or pl.peer_lid is None or pl.peer_port is None:
+            continue
+        peer_key = f"{LID_KEY_PREFIX}{pl.peer_lid}"
+        if pl.peer_lid and peer_key not in peers:
+            desc = pl.peer_desc or ""
+            kind = _guess_type(desc, pl.peer_port)
+            same_ca = ca_peers.get(desc) if kind is NodeType.HCA else None
+            if same_ca is not None and pl.peer_port not in same_ca[1]:
+                peer_key = same_ca[0]  # another port of a CA already named by another LID
+                same_ca[1].add(pl.peer_port)
+            else:
+                peers[peer_key] = Node(peer_key, kind, desc)
+                if kind is NodeType.HCA and same_ca is None:
+                    ca_peers[desc] = (peer_key, {pl.peer_port})
+        link_key = (pl.guid, pl.port, peer_key, pl.peer_port)
+        if link_key not in links:
+            links[link_key] = Link(*link_key, pl.width, pl.speed)
 
     node_list = [
         Node(guid, info.node_type, info.description, None, info.lid) for guid, info in nodes.items()
     ]
-    return Topology(node_list, list(ports.values()), list(links.values()), cut)
+    node_list += peers.values()
+    unplaced = [(pl.guid, pl.port, pl.line_no, clip(pl.line, EXAMPLE_MAX))
+                for pl in port_lines if pl.peer_lid is None and pl.state != "Down"]
+    return Topology(node_list, list(ports.values()), list(links.values()), cut,
+                    unplaced=unplaced)

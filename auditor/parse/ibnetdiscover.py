@@ -4,26 +4,37 @@ The form is detected from the first line that is not blank, a `#` comment or an 
 line. Conventions the store relies on:
 
 - Default form: every node carries its real node GUID (`switchguid=` / `caguid=` / `rtguid=`),
-  and CA/router ports carry their own port GUID in `Port.port_guid`.
+  and CA/router ports carry their own port GUID in `Port.port_guid`. The tool prints each node
+  once, so a second record with a GUID already seen is another node claiming that GUID (cloned
+  VMs, misflashed firmware): it is kept apart as `<GUID>~2` (`~3`, ...) and listed in
+  `Topology.duplicates`. A port line naming that GUID as its peer goes to the record whose own
+  port line names that port back, else to the one with the description printed, else the first.
 - `-p` form: the report prints port GUIDs only. A switch's port GUID is its port-0 GUID, equal to
   the node GUID on every switch we know of, but a CA's node GUID is not printed at all. CA and
   router nodes are therefore keyed by their PORT GUID (`Node.guid == Port.guid ==
   Port.port_guid`), exactly as in `auditor.parse.iblinkinfo`; the store maps port GUID -> node
-  GUID when it has a default-form snapshot. A dual-port HCA becomes two nodes here.
+  GUID when it has a default-form snapshot. The ports of one dual-port HCA are printed one after
+  the other with the same description and port GUIDs that step with the port number (port GUID
+  = base + port, as on ConnectX-3 and in ibsim): they are one node, keyed by the GUID of its
+  lowest-numbered port, each port keeping its own GUID in `Port.port_guid`.
 - `-l` form: nodes only, no ports or links.
 - `Port.port_guid` is None for switch ports (external switch ports have no GUID of their own).
 - `Port.state` is never known (ibnetdiscover does not print it). Width and speed are None for
   a `-p` port with no peer, because a port that is not up reports stale values (IBTA C14-24.2.1).
-- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port).
+- Each link appears once, ordered so that (a_guid, a_port) < (b_guid, b_port). A port named as
+  its own peer is an error.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from auditor.errors import ParseError
-from auditor.models import Link, Node, NodeType, Port, Topology
+from auditor.models import DUPLICATE_MARK, DuplicateGuid, Link, Node, NodeType, Port, Topology
 from auditor.parse._common import (
+    DESCRIPTION_MAX,
+    EXAMPLE_MAX,
     GUID_HEX,
     SPEEDS,
     WIDTHS,
@@ -31,6 +42,7 @@ from auditor.parse._common import (
     norm_guid,
     split_lines,
 )
+from auditor.safe_text import clip
 
 _KIND = "ibnetdiscover"
 
@@ -62,7 +74,8 @@ _PORT_RE = re.compile(
     r"^\[(?P<port>\d{1,3})\](?:\[ext \d{1,3}\])?(?:\((?P<port_guid>" + GUID_HEX + r")\))?\s*"
     r'"[SHR?]-(?P<peer>' + GUID_HEX + r')"\[(?P<peer_port>\d{1,3})\](?:\[ext \d{1,3}\])?'
     r"(?:\s*\(" + GUID_HEX + r"\))?\s*#\s*"
-    r'(?:lid (?P<lid>\d{1,5}) lmc \d{1,2}\s+)?".*" lid \d{1,5} (?P<ws>\S+)(?:\s.*)?$',
+    r'(?:lid (?P<lid>\d{1,5}) lmc \d{1,2}\s+)?"(?P<peer_desc>.*)" lid \d{1,5} (?P<ws>\S+)'
+    r"(?:\s.*)?$",
     re.ASCII,
 )
 # Lines printed by -g (grouping) and -s (progress, on stdout) that carry nothing we keep.
@@ -113,7 +126,10 @@ def _add_link(
     b: tuple[str, int],
     width: str | None,
     speed: str | None,
+    where: tuple[int, str],
 ) -> None:
+    if a == b:
+        raise ParseError(_KIND, where[0], where[1], "port named as its own peer")
     if b < a:
         a, b = b, a
     key = (a[0], a[1], b[0], b[1])
@@ -125,12 +141,24 @@ def _no_records() -> ParseError:
     return ParseError(_KIND, 0, "", "no node records")
 
 
+# A port line: own node key, port, peer GUID as printed, peer port, peer description, width,
+# speed, line number, line.
+_PortLine = tuple[str, int, str, int, str, str | None, str | None, int, str]
+
+
 def _parse_topology(lines: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
     ports: dict[tuple[str, int], Port] = {}
-    links: dict[_LinkKey, Link] = {}
+    port_lines: list[_PortLine] = []
+    records: dict[str, list[tuple[str, str, int, str]]] = {}  # GUID -> (key, desc, line no, line)
     cut: list[tuple[int, str]] = []
     current: Node | None = None
+
+    def key_of(guid: str, desc: str, line_no: int, line: str) -> str:
+        seen = records.setdefault(guid, [])
+        key = f"{guid}{DUPLICATE_MARK}{len(seen) + 1}" if seen else guid
+        seen.append((key, desc, line_no, line))
+        return key
 
     for line_no, line in enumerate(lines, 1):
         if line.startswith("["):
@@ -157,8 +185,11 @@ def _parse_topology(lines: list[str]) -> Topology:
                     width=width,
                     speed=speed,
                 )
-            peer = (norm_guid(m.group("peer")), int(m.group("peer_port")))
-            _add_link(links, key, peer, width, speed)
+            # Cut as the node descriptions are, so that a long one still matches its record.
+            port_lines.append((current.guid, port, norm_guid(m.group("peer")),
+                               int(m.group("peer_port")),
+                               clip(m.group("peer_desc"), DESCRIPTION_MAX), width, speed,
+                               line_no, line))
             continue
         if not line.strip() or line.startswith("#"):
             continue
@@ -169,15 +200,17 @@ def _parse_topology(lines: list[str]) -> Topology:
         if m:
             guid = norm_guid(m.group(2))
             desc = cap_description(m.group(3), line_no, line, cut)
-            current = Node(guid, NodeType.SWITCH, desc, int(m.group(1)), int(m.group(4)))
-            nodes.setdefault(guid, current)
+            node_key = key_of(guid, desc, line_no, line)
+            current = Node(node_key, NodeType.SWITCH, desc, int(m.group(1)), int(m.group(4)))
+            nodes[node_key] = current
             continue
         m = _CA_RE.match(line)
         if m:
             guid = norm_guid(m.group(3))
             desc = cap_description(m.group(4), line_no, line, cut)
-            current = Node(guid, _NODE_TYPES_DEFAULT[m.group(1)], desc, int(m.group(2)))
-            nodes.setdefault(guid, current)
+            node_key = key_of(guid, desc, line_no, line)
+            current = Node(node_key, _NODE_TYPES_DEFAULT[m.group(1)], desc, int(m.group(2)))
+            nodes[node_key] = current
             continue
         if _IGNORED_RE.match(line):
             continue
@@ -185,7 +218,36 @@ def _parse_topology(lines: list[str]) -> Topology:
 
     if not nodes:
         raise _no_records()
-    return Topology(list(nodes.values()), list(ports.values()), list(links.values()), cut)
+    dups = {guid: seen for guid, seen in records.items() if len(seen) > 1}
+    links = _topology_links(port_lines, dups)
+    duplicates = [
+        DuplicateGuid(guid, tuple(r[0] for r in seen), tuple(r[1] for r in seen), seen[1][2],
+                      clip(seen[1][3], EXAMPLE_MAX))
+        for guid, seen in dups.items()
+    ]
+    return Topology(list(nodes.values()), list(ports.values()), list(links.values()), cut,
+                    duplicates)
+
+
+def _topology_links(port_lines: list[_PortLine],
+                    dups: dict[str, list[tuple[str, str, int, str]]]) -> dict[_LinkKey, Link]:
+    """The links of the port lines; a peer GUID that several records print goes to one of them
+    (see the module docstring)."""
+    claims: dict[tuple[str, int], str] = {}  # (GUID, port) -> the duplicate record cabled there
+    if dups:
+        for own, _, peer, peer_port, *_ in port_lines:
+            if own.partition(DUPLICATE_MARK)[0] in dups:
+                claims[(peer, peer_port)] = own
+    links: dict[_LinkKey, Link] = {}
+    for own, port, peer, peer_port, peer_desc, width, speed, line_no, line in port_lines:
+        seen = dups.get(peer)
+        if seen is not None:
+            keys = [r[0] for r in seen]
+            claim = claims.get((own.partition(DUPLICATE_MARK)[0], port))
+            named = [r[0] for r in seen if r[1] == peer_desc]
+            peer = claim if claim in keys else named[0] if len(named) == 1 else keys[0]
+        _add_link(links, (own, port), (peer, peer_port), width, speed, (line_no, line))
+    return links
 
 
 def _parse_ports_report(lines: list[str]) -> Topology:
@@ -193,6 +255,8 @@ def _parse_ports_report(lines: list[str]) -> Topology:
     ports: dict[tuple[str, int], Port] = {}
     links: dict[_LinkKey, Link] = {}
     cut: list[tuple[int, str]] = []
+    runs: list[list[tuple[str, int]]] = []  # (port GUID, port) of consecutive CA lines
+    prev: tuple[str, int, str] | None = None  # the CA line before: port GUID, port, description
 
     for line_no, line in enumerate(lines, 1):
         m = _PORTS_RE.match(line)
@@ -209,15 +273,24 @@ def _parse_ports_report(lines: list[str]) -> Topology:
         lid = int(m.group("lid"))
         connected = m.group("peer_type") is not None
         desc = m.group("desc") if connected else m.group("lone_desc")
+        port = int(m.group("port"))
+        if is_switch:
+            prev = None
+        else:
+            if (prev is not None and prev[2] == desc and prev[1] != port
+                    and int(guid, 16) - int(prev[0], 16) == port - prev[1]):
+                runs[-1].append((guid, port))
+            else:
+                runs.append([(guid, port)])
+            prev = (guid, port, desc)
         if guid not in nodes:
             desc = cap_description(desc, line_no, line, cut)
             nodes[guid] = Node(guid, node_type, desc, None, lid if is_switch else None)
-        port = int(m.group("port"))
         if connected:
             width = WIDTHS.get(m.group("width"))
             speed = m.group("speed") if m.group("speed") in SPEEDS else None
             peer = (norm_guid(m.group("peer")), int(m.group("peer_port")))
-            _add_link(links, (guid, port), peer, width, speed)
+            _add_link(links, (guid, port), peer, width, speed, (line_no, line))
         else:
             width = speed = None
         key = (guid, port)
@@ -233,6 +306,20 @@ def _parse_ports_report(lines: list[str]) -> Topology:
 
     if not nodes:
         raise _no_records()
+    alias: dict[str, str] = {}  # port GUID -> the key of the CA it belongs to
+    for run in runs:
+        if len({guid for guid, _ in run}) > 1:
+            root = min(run, key=lambda r: r[1])[0]
+            alias |= {guid: root for guid, _ in run if guid != root}
+    if alias:
+        nodes = {guid: n for guid, n in nodes.items() if guid not in alias}
+        ports = {(alias.get(g, g), n): replace(p, guid=alias.get(g, g))
+                 for (g, n), p in ports.items()}
+        renamed: dict[_LinkKey, Link] = {}
+        for lk in links.values():
+            _add_link(renamed, (alias.get(lk.a_guid, lk.a_guid), lk.a_port),
+                      (alias.get(lk.b_guid, lk.b_guid), lk.b_port), lk.width, lk.speed, (0, ""))
+        links = renamed
     return Topology(list(nodes.values()), list(ports.values()), list(links.values()), cut)
 
 
