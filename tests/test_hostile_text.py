@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -328,3 +328,63 @@ def test_remote_command_quotes_every_word(tmp_path: Path) -> None:
     words = shlex.split(remote_command(["ibnetdiscover"], {"A;touch x;B": "1"}, None))
     assert words == ["env", "A;touch x;B=1", "ibnetdiscover"]
     assert remote_command(["iblinkinfo"], {}, None) == "iblinkinfo"
+
+
+# Any text at all as a switch's and a host's node description and as a log message, through the
+# real ingest and every output format (the end-to-end property).
+_ONE_LINE = st.text(st.characters(blacklist_characters="\n\r"), max_size=80)
+
+
+@settings(max_examples=8, suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture],
+          deadline=None)
+@given(switch=_ONE_LINE, host=_ONE_LINE, message=_ONE_LINE)
+@example(switch="MF0;[/x]\x1b[2J\u202e:MQM8700/U1", host="=cmd|' /C calc'!A0 mlx5_0",
+         message="[bold]x[/] \x1b]0;t\x07 \x00")
+def test_any_fabric_text_goes_through_ingest_and_every_output_inert(
+        tmp_path_factory: pytest.TempPathFactory, switch: str, host: str, message: str) -> None:
+    root = tmp_path_factory.mktemp("anytext")
+    db = root / "db.duckdb"
+    snap = root / "sweep"
+    snap.mkdir()
+    for capture in sorted((DATA / "sweep-2026-11-30").iterdir()):
+        text = capture.read_text(encoding="utf-8")
+        text = text.replace("MF0;leaf02:MQM8700/U1", switch).replace("gpu-node-06 mlx5_0", host)
+        (snap / capture.name).write_text(text, encoding="utf-8")
+    log = root / "syslog"
+    log.write_text("2026-11-30T01:00:00+00:00 leaf04 mgmtd[1]: [mgmtd.NOTICE]: Interface IB1/5 "
+                   f"changed state to DOWN {message}\n{message}\n", encoding="utf-8")
+    for args in (["ingest", "--at", "2026-11-30T02:00:00Z", *map(str, sorted(snap.iterdir()))],
+                 ["ingest", "--kind", "syslog", str(log)]):
+        res = runner.invoke(app, ["--db", str(db), *args])
+        # A description that breaks the capture's own syntax is refused cleanly, never a crash.
+        assert res.exit_code in (0, 2), res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    if not db.exists():
+        return
+    for args, _ in COMMANDS:
+        for fmt in ("table", "csv", "json"):
+            res = runner.invoke(app, ["--db", str(db), *args, "--format", fmt])
+            assert res.exception is None or isinstance(res.exception, SystemExit), (
+                args, fmt, res.exception)
+            if res.exit_code != 0:
+                continue
+            out = res.stdout
+            assert ESC not in out
+            if fmt == "table":
+                assert all(line.isprintable() for line in out.splitlines())
+            elif fmt == "csv":
+                _csv_rows(out)
+            else:
+                json.loads(out)
+    out = root / "report"
+    res = runner.invoke(app, ["--db", str(db), "report", *WINDOW, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    for name in ("replacements.csv", "report.html", "report.json"):
+        assert b"\x1b" not in (out / name).read_bytes(), name
+    _csv_rows((out / "replacements.csv").read_text(encoding="utf-8"))
+    prom = root / "auditor.prom"
+    res = runner.invoke(app, ["--db", str(db), "metrics", *WINDOW, "--textfile", str(prom)])
+    assert res.exit_code == 0, res.output
+    assert all(line.startswith("#") or _SAMPLE.match(line)
+               for line in prom.read_text(encoding="utf-8").splitlines())
