@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -262,10 +263,19 @@ class _HostResolver:
             p.port_guid: fabric.nodes[p.guid].name for p in fabric.ports.values()
             if p.port_guid and p.guid in fabric.nodes
             and fabric.nodes[p.guid].node_type == NodeType.HCA}
+        # A month of sacct names the same few thousand hosts millions of times.
+        self._known: dict[str, str | None] = {}
 
     def host(self, name: str | None) -> str | None:
         if not name:
             return None
+        if name in self._known:
+            return self._known[name]
+        found = self._resolve(name)
+        self._known[name] = found
+        return found
+
+    def _resolve(self, name: str) -> str | None:
         key = name.strip().lower().split("%", 1)[0]  # fe80::...%ib0: the scope is local
         if key.startswith("fe80:"):
             guid = ipoib_link_local_to_guid(key)
@@ -419,7 +429,10 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
     late_until = until + cfg.after + timedelta(minutes=10)
     jobs = store.jobs(since, until)
     logs = store.job_logs(look_from, late_until)
-    matched = _match_logs(logs, jobs, resolver)
+    unlabelled = [lg for lg in logs if lg["job_id"] is None]
+    matched = _match_logs(unlabelled, _jobs_by_host(jobs, resolver, [
+        (t - LOG_WRITE_SLACK, t + LOG_WRITE_SLACK) for lg in unlabelled
+        for t in (lg["first_at"], lg["last_at"], lg["written_at"]) if t is not None]), resolver)
     errors = store.job_errors(look_from, late_until, sources=sorted(matched))
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
     views: dict[str, _JobView] = defaultdict(lambda: _JobView([], [], {}))
@@ -534,23 +547,23 @@ def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None 
                 links[blamed].jobs.append(record | {"by_votes": True})
         else:
             unexplained += 1
-    _survivors(links, jobs, fabric, resolver)
+    _survivors(links, jobs, resolver, fabric)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names)
 
 
-def _survivors(links: dict[LinkKey, LinkEvidence], jobs: list[dict[str, Any]], fabric: Fabric,
-               resolver: _HostResolver) -> None:
+def _survivors(links: dict[LinkKey, LinkEvidence], jobs: list[dict[str, Any]],
+               resolver: _HostResolver, fabric: Fabric) -> None:
     """Jobs that ran on an HCA's host through a flap of its cable longer than any NCCL since
     2.14 waits (34 s) and did not die of it: the flap did not touch their traffic (the rail
     unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT). Evidence shown beside the flaps."""
     deadly = death_s(default_ib_timeout(UNKNOWN_BOUNDS[1]) or 20)
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for job in jobs:
-        if job["start_at"] is not None:
-            for h in job["hosts"]:
-                if (who := resolver.host(h)) is not None:
-                    by_host[who].append(job)
+    long_flaps = [(f.down_at, f.up_at) for le in links.values() for f in le.flaps
+                  if f.down_at is not None and f.up_at is not None
+                  and (f.duration_s or 0) > deadly]
+    if not long_flaps:
+        return
+    by_host = _jobs_by_host(jobs, resolver, long_flaps)
     for le in links.values():
         hosts = {fabric.nodes[g].name for g, _ in le.link
                  if g in fabric.nodes and fabric.nodes[g].node_type == NodeType.HCA}
@@ -590,20 +603,43 @@ def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
         if lasted + DURATION_TOLERANCE_S < death.lo:
             continue  # shorter than this job's NCCL waits: absorbed, however close
         out.append((began, link, f))
-    out.sort(key=lambda s: s[0])
+    # Ties (several flaps already down when the job started) go to the same link every run.
+    out.sort(key=lambda s: (s[0], s[1]))
     return out
 
 
-def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
+def _jobs_by_host(jobs: list[dict[str, Any]], resolver: _HostResolver,
+                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[dict[str, Any]]]:
+    """Jobs that have started and ran during one of `spans`, by each fabric host they ran on.
+    (A month holds 100,000 jobs on a million host slots; only those around the moments asked
+    about are indexed.)"""
+    merged: list[list[datetime]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    starts = [m[0] for m in merged]
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs:
+        start, end = job["start_at"], job["end_at"]
+        if start is None:
+            continue
+        i = bisect_right(starts, end) if end is not None else len(starts)
+        # the last span starting before the job ends must end after the job starts
+        if i == 0 or merged[i - 1][1] < start:
+            continue
+        for h in job["hosts"]:
+            if (who := resolver.host(h)) is not None:
+                by_host[who].append(job)
+    return by_host
+
+
+def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[dict[str, Any]]],
                 resolver: _HostResolver) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly
     before the file was last written). Ambiguous or unmatched logs are left out."""
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for job in jobs:
-        for h in job["hosts"]:
-            if (who := resolver.host(h)) is not None:
-                by_host[who].append(job)
     out: dict[int, str] = {}
     for lg in logs:
         if lg["job_id"] is not None:
@@ -615,7 +651,7 @@ def _match_logs(logs: list[dict[str, Any]], jobs: list[dict[str, Any]],
         fits: list[tuple[timedelta, str]] = []
         for job in by_host.get(min(hosts), []):
             mine = {h for h in (resolver.host(x) for x in job["hosts"]) if h}
-            if not hosts <= mine or job["start_at"] is None:
+            if not hosts <= mine:
                 continue
             if first is not None and last is not None:
                 # How far the log's stamps stick out of the job's run: 0 for the job that ran

@@ -7,4 +7,4 @@ from job_errors e
 where (e.event_at between $since and $until)
    or (e.event_at is null and e.job_id is not null)
    or list_contains($sources, e.source_id)
-order by e.event_at nulls last, e.line_no;
+order by e.event_at nulls last, e.source_id, e.line_no;

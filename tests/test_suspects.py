@@ -182,3 +182,41 @@ def test_a_job_that_lived_through_a_long_flap_of_its_hosts_cable_is_shown(tmp_pa
     lived = [line for line in mine[0]["evidence"] if "lived" in line]
     # 97532 ended during the flap: not a survivor
     assert lived and "97531" in lived[0] and "97532" not in lived[0]
+
+
+def test_the_ranking_is_the_same_in_every_process(realistic: tuple[Path, dict]) -> None:
+    """Python salts string hashes per process: nothing may depend on set order (a tie between
+    flaps already down when a job started once went to a different link each run)."""
+    import os
+    import subprocess
+    import sys
+
+    db, _ = realistic
+    outs = set()
+    for seed in ("1", "2", "3"):
+        res = subprocess.run(
+            [sys.executable, "-m", "auditor", "--db", str(db), "suspects", "--since", "24h",
+             "--until", "2026-11-30T00:00:00Z", "--format", "json"],
+            capture_output=True, text=True, check=True, env=os.environ | {"PYTHONHASHSEED": seed})
+        outs.add(res.stdout)
+    assert len(outs) == 1
+
+
+def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -> None:
+    from datetime import datetime, timedelta
+
+    from auditor.correlate import Settings, _killers
+    from auditor.flaps import Flap
+    from auditor.nccl import DeathTime
+
+    start = datetime(2026, 11, 29, 10)  # noqa: DTZ001 - the store's naive UTC
+    a = (("0xa", 1), ("0xb", 2))
+    b = (("0xc", 1), ("0xd", 2))
+    # both links already down when the job started: both begin (for the job) at its start
+    fa = Flap(list(a), start - timedelta(minutes=2), start + timedelta(minutes=5))
+    fb = Flap(list(b), start - timedelta(minutes=1), start + timedelta(minutes=5))
+    fault = (start, start + timedelta(seconds=30))
+    death = DeathTime(8.6, 8.6, "test")
+    one = _killers([(a, fa), (b, fb)], set(), fault, death, start, Settings())
+    two = _killers([(b, fb), (a, fa)], set(), fault, death, start, Settings())
+    assert [k[1] for k in one] == [k[1] for k in two] == [a, b]
