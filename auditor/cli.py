@@ -12,9 +12,9 @@ import typer
 from typer.core import TyperGroup
 
 from auditor import config as config_mod
-from auditor import fabric as fabric_mod
+from auditor.analyse import topology as fabric_mod
 from auditor.errors import AuditorError
-from auditor.render import FORMATS, render_rows, to_json, to_table
+from auditor.report.tables import FORMATS, render_rows, to_json, to_table
 from auditor.safe_text import NAME_MAX, inert
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ def ingest(
 
         auditor ingest --kind joblog --job 4242 rank0.log
     """
-    from auditor.ingest import ingest_files, load_node_names, plan_ingest
+    from auditor.ingest.captures import ingest_files, load_node_names
+    from auditor.ingest.plan import plan_ingest
 
     _check_format(fmt)
     settings = _settings()
@@ -156,8 +157,8 @@ def ingest(
     moment = _at(at) if at else None
     plan = plan_ingest(files, kind)
     opts = _log_options(settings, year, tz, host)
-    from auditor.events import ingest_logs
-    from auditor.jobs import JobOptions, ingest_job_files
+    from auditor.ingest.jobs import JobOptions, ingest_job_files
+    from auditor.ingest.logs import ingest_logs
 
     with _open(settings) as store, store.transaction():
         results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
@@ -181,7 +182,7 @@ def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None
     import re
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-    from auditor.events import LogOptions
+    from auditor.ingest.logs import LogOptions
 
     zone = tz or settings.logs.tz
     try:
@@ -281,8 +282,8 @@ def sweep(fmt: FormatOpt = "table") -> None:
         auditor --config auditor.toml sweep
     """
     from auditor.collect.runner import open_runner
-    from auditor.ingest import load_node_names
-    from auditor.sweep import sweep as run_sweep
+    from auditor.ingest.captures import load_node_names
+    from auditor.ops.sweep import sweep as run_sweep
 
     _check_format(fmt)
     settings = _settings()
@@ -358,7 +359,7 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
 
         auditor flaps --since 24h --format json
     """
-    from auditor import flaps as flaps_mod
+    from auditor.analyse import flaps as flaps_mod
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -400,8 +401,8 @@ def suspects(
 
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
-    from auditor.correlate import gather, settings_from
-    from auditor.rank import as_json, rank
+    from auditor.analyse.correlate import gather, settings_from
+    from auditor.analyse.rank import as_json, rank
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -498,7 +499,7 @@ def snmp_poll(
 
         auditor --config auditor.toml snmp poll --switch leaf01
     """
-    from auditor.switchside import poll_snmp
+    from auditor.ops.switches import poll_snmp
 
     _check_format(fmt)
     settings = _settings()
@@ -569,8 +570,8 @@ def report(
 
         auditor report --since 24h --out reports/today
     """
-    from auditor.correlate import settings_from
-    from auditor.report import build_report, write_report
+    from auditor.analyse.correlate import settings_from
+    from auditor.report.build import build_report, write_report
     from auditor.store import utc_naive
 
     settings = _settings()
@@ -599,7 +600,7 @@ def replaced(
 
         auditor replaced --link "leaf04:IB1/7" --part cable --ticket T123
     """
-    from auditor.replacements import record
+    from auditor.analyse.replacements import record
 
     settings = _settings()
     with _open(settings) as store:
@@ -619,7 +620,7 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
 
         auditor replacements --format json
     """
-    from auditor.replacements import status
+    from auditor.analyse.replacements import status
 
     _check_format(fmt)
     settings = _settings()
@@ -651,8 +652,8 @@ def nightly_cmd(
     """
     import logging
 
-    from auditor.nightly import secret_values, setup_logging, teardown_logging
-    from auditor.pipeline import run_nightly
+    from auditor.ops.nightly import run_nightly
+    from auditor.ops.runlog import secret_values, setup_logging, teardown_logging
 
     settings = _settings()
     interactive = sys.stdout.isatty()
@@ -697,9 +698,9 @@ def metrics_cmd(
 
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
-    from auditor.correlate import settings_from
-    from auditor.metrics import render, write_textfile
-    from auditor.report import build_report
+    from auditor.analyse.correlate import settings_from
+    from auditor.report.build import build_report
+    from auditor.report.prometheus import render, write_textfile
     from auditor.store import utc_naive
 
     settings = _settings()

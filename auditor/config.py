@@ -10,7 +10,6 @@ Secrets are never written in the file: a secret setting holds `env:VARIABLE`, re
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,6 @@ DEFAULT_DB = "auditor.duckdb"
 # (`[store] busy_timeout_s`); 0 = do not wait.
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 # The names of [sweep.env] go into the command line on the management host.
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +127,7 @@ class NightlySettings:
 @dataclass(frozen=True, slots=True)
 class RankingSettings:
     """`[ranking]`: the windows and thresholds of the correlation. These are the defaults;
-    auditor.correlate.Settings takes its own from them."""
+    auditor.analyse.correlate.Settings takes its own from them."""
 
     before_minutes: float = 15.0  # a flap this long before a job died can have killed it
     after_minutes: float = 1.0  # clock skew between switches and hosts
@@ -235,7 +233,7 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     if data:
         from auditor.config_schema import check  # pydantic: only when there is a file to check
 
-        data = check(data)
+        data = check(data, snmp_version=SnmpSettings().version)
     store = data.get("store", {})
     top: dict[str, Any] = _given(store, base, paths=("captures",))
     top.pop("db", None)

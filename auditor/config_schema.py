@@ -22,11 +22,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from auditor.config import ENV_NAME, SnmpSettings
 from auditor.errors import ConfigError
 from auditor.nccl import version_key
 
@@ -35,6 +35,7 @@ from auditor.nccl import version_key
 SNMP_AUTH_PROTOCOLS = ("MD5", "SHA", "SHA224", "SHA256", "SHA384", "SHA512")
 SNMP_PRIV_PROTOCOLS = ("DES", "3DES", "AES", "AES128", "AES192", "AES256", "AES192C", "AES256C")
 SNMP_VERSIONS = ("2c", "3")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _SPAN = re.compile(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")
 
 
@@ -167,8 +168,10 @@ class SwitchSnmpTable(_Table):
         return str(text)
 
     @model_validator(mode="after")
-    def _complete(self) -> SwitchSnmpTable:
-        version = self.version or SnmpSettings().version
+    def _complete(self, info: ValidationInfo) -> SwitchSnmpTable:
+        # The default version lives in auditor.config (passed in, so this module does not
+        # import it back).
+        version = self.version or dict(info.context or {})["snmp_version"]
         if version == "2c" and self.community is None:
             raise KeyRuleError("community", "required for SNMP v2c (env:VARIABLE)")
         if version == "3" and not self.user:
@@ -331,10 +334,11 @@ def _message(err: Any) -> str:
     return f"{key}: {err.get('msg', kind)}"  # a rule without a message of ours
 
 
-def check(data: dict[str, Any]) -> dict[str, Any]:
-    """The file's tables with only the keys it sets (values checked), or ConfigError."""
+def check(data: dict[str, Any], *, snmp_version: str) -> dict[str, Any]:
+    """The file's tables with only the keys it sets (values checked), or ConfigError.
+    `snmp_version`: the version a switch's `snmp` table gets when it names none."""
     try:
-        model = ConfigFile.model_validate(data)
+        model = ConfigFile.model_validate(data, context={"snmp_version": snmp_version})
     except ValidationError as exc:
         raise ConfigError(*(_message(e) for e in exc.errors())) from None
     checked: dict[str, Any] = model.model_dump(exclude_unset=True)

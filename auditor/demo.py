@@ -15,10 +15,10 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from auditor import fabric
+from auditor.analyse import topology as fabric
 from auditor.errors import AuditorError
-from auditor.ingest import ingest_files
-from auditor.render import to_table
+from auditor.ingest.captures import ingest_files
+from auditor.report.tables import to_table
 from auditor.store import Store
 from auditor.timeparse import parse_instant
 
@@ -37,8 +37,8 @@ def _fresh(out: Path, allowed: Path) -> None:
 
 def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
     """Generate a scenario under `workdir`, ingest it into `out`, return the suspects table."""
-    from auditor.correlate import gather
-    from auditor.rank import as_json, rank
+    from auditor.analyse.correlate import gather
+    from auditor.analyse.rank import as_json, rank
     from auditor.simulate.evaluate import load_scenario
     from auditor.simulate.scenario import generate
     from auditor.store import utc_naive

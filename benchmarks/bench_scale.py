@@ -25,9 +25,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from auditor.events import LogOptions, ingest_logs
-from auditor.ingest import ingest_files
-from auditor.jobs import JobOptions, ingest_job_files
+from auditor.ingest.captures import ingest_files
+from auditor.ingest.jobs import JobOptions, ingest_job_files
+from auditor.ingest.logs import LogOptions, ingest_logs
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.simulate.scenario import generate
 from auditor.store import Store

@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from auditor.demo import build_demo
-from auditor.events import LogOptions, ingest_logs, log_scanner
+from auditor.ingest.logs import LogOptions, ingest_logs, log_scanner
 from auditor.store import Store
 
 NOISE = [

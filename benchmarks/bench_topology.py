@@ -19,7 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from auditor.ingest import ingest_files, parse_file
+from auditor.ingest.captures import ingest_files, parse_file
 from auditor.simulate.ibsim import FatTree, IbSim, expected_links, write_net_file
 from auditor.store import Store
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 from auditor.cli import app
 from auditor.collect.logfile import GZIP_BAD, NUL_LEAD, NUL_SKIPPED
 from auditor.demo import DATA
-from auditor.jobs import NOT_UTF8
+from auditor.ingest.jobs import NOT_UTF8
 from auditor.store import Store
 from tests.conftest import FIXTURES
 

@@ -7,7 +7,7 @@ import pytest
 from auditor.collect.commands import check
 from auditor.config import Settings, SweepSettings
 from auditor.errors import ConfigError
-from auditor.sweep import plan
+from auditor.ops.sweep import plan
 
 
 @pytest.mark.parametrize("argv", [

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from auditor.analyse.correlate import Settings as CorrelateSettings
+from auditor.analyse.correlate import settings_from
 from auditor.cli import app
 from auditor.config import RankingSettings, load
-from auditor.correlate import Settings as CorrelateSettings
-from auditor.correlate import settings_from
 from auditor.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent

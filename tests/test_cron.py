@@ -83,7 +83,7 @@ def test_second_run_exits_at_once_while_the_first_holds_the_lock(site: Path,
     cfg = config(tmp_path, db)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from auditor.nightly import RunLock\n"
+         "import sys, time; from pathlib import Path; from auditor.ops.lock import RunLock\n"
          f"with RunLock.for_db(Path({str(db)!r})):\n"
          "    sys.stdout.write('locked\\n'); sys.stdout.flush(); time.sleep(30)"],
         stdout=subprocess.PIPE, text=True)

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor import fabric, graph
+from auditor import graph
+from auditor.analyse import topology as fabric
 from auditor.cli import app
 from auditor.collect.runner import LocalRunner
 from auditor.config import Settings, SweepSettings
-from auditor.ingest import ingest_files
+from auditor.ingest.captures import ingest_files
+from auditor.ops.sweep import sweep
 from auditor.simulate.ibsim import FatTree, IbSim, expected_links, write_net_file
 from auditor.store import Store
-from auditor.sweep import sweep
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("need_ibsim")]
 
@@ -259,7 +260,7 @@ def test_two_hosts_sharing_a_guid_do_not_move_a_cable(tmp_path: Path, db: Path) 
     switch port is up with no peer ("Port not available"). That is reported, and neither a
     moved cable nor a down port nor a link-down event (of that port, or of gpu-node-05's cable
     whose GUID vanished) comes of it."""
-    from auditor.duplicates import UNPLACED_ISSUE
+    from auditor.ingest.duplicates import UNPLACED_ISSUE
 
     with IbSim(write_net_file(TREE), tmp_path / "sim") as sim:
         sim.opensm_once()

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.demo import build_demo
-from auditor.ingest import ingest_files
+from auditor.ingest.captures import ingest_files
 from auditor.simulate.ibsim import FatTree, IbSim, write_net_file
 from auditor.store import Store
 from tests.conftest import need
@@ -234,7 +234,7 @@ def test_flap_on_the_ibsim_fabric_seen_by_sweeps_and_link_downed(tmp_path: Path)
 def test_sweep_ingests_the_configured_log_files(tmp_path: Path, demo_db: Path) -> None:
     from auditor.collect.runner import LocalRunner
     from auditor.config import load
-    from auditor.sweep import sweep
+    from auditor.ops.sweep import sweep
 
     logs = tmp_path / "switches"
     logs.mkdir()

@@ -19,19 +19,19 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from auditor import metrics
 from auditor.cli import app
 from auditor.collect.runner import remote_command
 from auditor.config import load
 from auditor.demo import DATA
 from auditor.errors import ConfigError
-from auditor.events import CUT, MESSAGE_MAX
-from auditor.nightly import progress as nightly_progress
-from auditor.nightly import setup_logging, teardown_logging
+from auditor.ingest.logs import CUT, MESSAGE_MAX
+from auditor.ops.progress import progress as nightly_progress
+from auditor.ops.runlog import setup_logging, teardown_logging
 from auditor.parse._common import DESCRIPTION_MAX
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
-from auditor.render import to_csv, to_table
+from auditor.report import prometheus as metrics
+from auditor.report.tables import to_csv, to_table
 from auditor.safe_text import NAME_MAX, TEXT_MAX, csv_cell, inert, is_csv_safe
 from auditor.store import Store
 from tests.conftest import FIXTURES

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor import flaps as flaps_mod
+from auditor.analyse import flaps as flaps_mod
 from auditor.cli import app
 from auditor.collect.hostcmd import (
     DMESG,
@@ -34,11 +34,11 @@ from auditor.collect.runner import CommandResult
 from auditor.config import HostSettings, Settings, load
 from auditor.demo import build_demo
 from auditor.errors import CollectError, ConfigError
-from auditor.hostside import collect_hosts, store_hosts
+from auditor.ops.hosts import collect_hosts, store_hosts
+from auditor.ops.switches import DeviceOutcome
 from auditor.parse.sysfs_ib import SYSFS_COMMAND
 from auditor.portmap import PortMap
 from auditor.store import Store
-from auditor.switchside import DeviceOutcome
 from tests.sshd import Sshd
 
 GPU05 = "0x0c42a10300000500"  # "gpu-node-05 mlx5_0", cabled to leaf02 port 1 in the demo

@@ -10,7 +10,7 @@ import pytest
 
 from auditor import sql
 from auditor.errors import AuditorError
-from auditor.ingest import detect_kind, ingest_files
+from auditor.ingest.captures import detect_kind, ingest_files
 from auditor.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -65,7 +65,7 @@ def test_every_query_file_is_one_statement_and_used() -> None:
 def test_many_job_logs_in_one_command_store_what_one_per_command_does(tmp_path: Path) -> None:
     """The batched insert of job-log errors and issues keeps every row with its own source, and
     a log given twice in one command is stored once."""
-    from auditor.jobs import JobOptions, ingest_job_files
+    from auditor.ingest.jobs import JobOptions, ingest_job_files
 
     logs = sorted((FIXTURES / "joblog").glob("*.txt"))
     assert len(logs) >= 5
@@ -102,8 +102,8 @@ def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None
     real capture: see the fixture's "about"). Both are kept, the ingest says so naming the GUID
     and both descriptions, `sources` counts it, and neither a moved cable nor a link-down event
     comes of it."""
-    from auditor import fabric
-    from auditor.duplicates import ISSUE
+    from auditor.analyse import topology as fabric
+    from auditor.ingest.duplicates import ISSUE
 
     clean = FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"
     clash = FIXTURES / "ibnetdiscover" / "edited_duplicate_caguid_two_hosts.txt"
@@ -133,7 +133,7 @@ def test_iblinkinfo_of_one_switch_alone_keeps_its_links_and_hints(db: Path) -> N
     """Issue #11 item 9. `iblinkinfo -S <guid>` names every peer by LID and description only;
     with no snapshot to resolve the LIDs the links are kept with placeholder peers, and the
     slow uplink's "Could be 53.125 Gbps" is reported."""
-    from auditor import fabric
+    from auditor.analyse import topology as fabric
 
     capture = FIXTURES / "iblinkinfo" / "ibsim_S_one_switch_peers_by_lid_slow_uplink.txt"
     at = datetime(2026, 11, 30, 6, tzinfo=UTC)

@@ -22,11 +22,9 @@ from hypothesis import strategies as st
 
 from auditor.models import PortEvent
 from auditor.parse import opensm, syslog, ufm_events
+from auditor.parse._logline import EventFields, SyslogResult, infer_years, run_lines
 from auditor.parse.opensm import parse_opensm
 from auditor.parse.syslog import (
-    EventFields,
-    SyslogResult,
-    infer_years,
     normalise_state,
     parse_syslog_lines,
     recognise_message,
@@ -467,6 +465,6 @@ def test_fast_path_equals_general_path(stamp: datetime, micros: str, zone: str, 
     line = (f"{stamp:%Y-%m-%dT%H:%M:%S}{micros}{zone} {host} {tag}Interface {port} "
             f"changed state to {state}\n")
     fast, rest = syslog._fast_onyx([(3, line)])
-    general = syslog.run_lines([(3, line)], syslog._one, year=None, reference=None,
+    general = run_lines([(3, line)], syslog._one, year=None, reference=None,
                                tz=UTC).events
     assert rest == [] and fast == general

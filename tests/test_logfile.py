@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from auditor.collect import logfile
 from auditor.collect.logfile import LogScan, Tool, pick_tool, scan, to_ere
-from auditor.events import _ENVELOPES, _PREFILTERS
+from auditor.ingest.logs import _ENVELOPES, _PREFILTERS
 from auditor.parse import syslog
 from tests.conftest import FIXTURES, need
 from tests.strategies import near_miss

@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 
 from auditor.config import Secret, Settings, SnmpSettings, SweepSettings, SwitchSettings
-from auditor.errors import AuditorError, ConfigError, DatabaseBusyError
-from auditor.nightly import (
+from auditor.errors import (
     EXIT_BUSY,
     EXIT_LOCKED,
     EXIT_NEW_AND_FAILED,
@@ -27,20 +26,17 @@ from auditor.nightly import (
     EXIT_OK_NOTHING,
     EXIT_SOURCES_FAILED,
     EXIT_USAGE,
+    AuditorError,
+    ConfigError,
+    DatabaseBusyError,
     LockedError,
-    RedactSecrets,
-    RunLock,
-    dated_folder,
-    dated_folders,
     exit_code,
-    new_suspects,
-    progress,
-    prune_captures,
-    prune_reports,
-    secret_values,
-    setup_logging,
-    teardown_logging,
 )
+from auditor.ops.lock import RunLock
+from auditor.ops.nightly import new_suspects
+from auditor.ops.progress import progress
+from auditor.ops.retention import dated_folder, dated_folders, prune_captures, prune_reports
+from auditor.ops.runlog import RedactSecrets, secret_values, setup_logging, teardown_logging
 
 NOW = datetime(2026, 11, 30, 2, 0, 0, tzinfo=UTC)
 DAY = 86400.0
@@ -49,7 +45,7 @@ DAY = 86400.0
 HOLDER = """
 import sys
 from pathlib import Path
-from auditor.nightly import RunLock
+from auditor.ops.lock import RunLock
 with RunLock(Path(sys.argv[1])):
     print("locked", flush=True)
     sys.stdin.read()

@@ -21,7 +21,7 @@ from auditor.simulate.evaluate import load_scenario
 from auditor.simulate.scenario import generate
 
 UNTIL = "2026-11-30T00:00:00Z"
-NEW_AND_FAILED = 30  # auditor.nightly.EXIT_NEW_AND_FAILED
+NEW_AND_FAILED = 30  # auditor.errors.EXIT_NEW_AND_FAILED
 BUSY = 3  # auditor.errors.DatabaseBusyError
 
 

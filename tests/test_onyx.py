@@ -374,8 +374,8 @@ def test_sweep_reads_the_switch_and_keys_parts_to_fabric_ports(
         switch: FakeOnyx, known_hosts: Path, tmp_path: Path) -> None:
     from auditor.config import load
     from auditor.demo import build_demo
+    from auditor.ops.switches import collect_cli
     from auditor.store import Store
-    from auditor.switchside import collect_cli
 
     db = tmp_path / "a.duckdb"
     build_demo(db)  # the fabric has a switch named leaf01 with ports 1..12

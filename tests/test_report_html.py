@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from auditor.report_html import render_html
+from auditor.report.html import render_html
 from tests.conftest import need
 
 EVIL = '<script>alert("x")</script>leaf$07$'

@@ -205,8 +205,8 @@ def test_the_ranking_is_the_same_in_every_process(realistic: tuple[Path, dict]) 
 def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -> None:
     from datetime import datetime, timedelta
 
-    from auditor.correlate import Settings, _killers
-    from auditor.flaps import Flap
+    from auditor.analyse.correlate import Settings, _killers
+    from auditor.analyse.flaps import Flap
     from auditor.nccl import DeathTime
 
     start = datetime(2026, 11, 29, 10)  # noqa: DTZ001 - the store's naive UTC

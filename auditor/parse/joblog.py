@@ -76,7 +76,7 @@ Times (`at`, aware UTC), first found of: a log shipper's ISO stamp with a zone a
 the line (`2026-11-30T06:28:57.123Z `, CRI `... stdout F `, `2025-11-09 15:39:31.043 +08:00 `);
 a bracketed `[YYYY-MM-DD HH:MM:SS[.fff]]` (NCCL >= 2.26 WARN lines, torchelastic `,877`) or the
 block's `time :` in `tz`; a glog `E0517 08:24:03.805000` / `[E218 04:54:22.864467604` (MMDD, no
-year) or a syslog `Nov 30 06:28:57` envelope: years by `syslog.infer_years` from `year=`, else
+year) or a syslog `Nov 30 06:28:57` envelope: years by `_logline.infer_years` from `year=`, else
 `reference=`, else the newest dated failure line (a zoneless collector date counts);
 `[Fri Aug 30 11:43:14 2024]` (dmesg -T) in `tz`; a zoneless shipper stamp in `tz`. None when
 there is none (NCCL < 2.26) or the year is unknown. Rollovers are seen across failure lines
@@ -112,7 +112,7 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import NamedTuple
 
 from auditor.models import JobError
-from auditor.parse.syslog import LINE_ERRORS, MONTHS, Stamp, infer_years
+from auditor.parse._logline import LINE_ERRORS, MONTHS, Stamp, infer_years
 
 MESSAGE_LIMIT = 512
 

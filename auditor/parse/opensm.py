@@ -2,7 +2,7 @@
 
 Native format (linux-rdma/opensm libopensm/osm_log.c, "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x
 -> %s"): `Jun 17 17:21:28 927893 [4F2006C0] 0x02 -> text` = month day time, microseconds,
-thread id, log level. No year and no zone: years come from `syslog.infer_years` (`year=` /
+thread id, log level. No year and no zone: years come from `_logline.infer_years` (`year=` /
 `reference=`, the file mtime), wall-clock times are local in `tz` (default UTC).
 
 Events:
@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 
 from auditor.parse._common import norm_guid
-from auditor.parse.syslog import (
+from auditor.parse._logline import (
     DAY_FIELD,
     MONTHS,
     TWO_DIGITS,

@@ -36,8 +36,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
 from auditor.parse._common import norm_guid
-from auditor.parse.syslog import (
-    UFM_EVENT_IDS,
+from auditor.parse._logline import (
     EventFields,
     LogRun,
     Recognised,
@@ -45,6 +44,8 @@ from auditor.parse.syslog import (
     run_lines,
 )
 
+# The event ids that carry a port state or alarm (see the module docstring).
+UFM_EVENT_IDS = "110|112|113|115|116|328|329|331|332|702|907|908|917|918"
 PREFILTER: str = r"\] \[(?:" + UFM_EVENT_IDS + r")\] "
 
 _LINE_RE = re.compile(

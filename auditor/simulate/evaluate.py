@@ -16,11 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.correlate import gather
-from auditor.events import LogOptions, ingest_logs
-from auditor.ingest import ingest_files
-from auditor.jobs import JobOptions, ingest_job_files
-from auditor.rank import as_json, rank
+from auditor.analyse.correlate import gather
+from auditor.analyse.rank import as_json, rank
+from auditor.ingest.captures import ingest_files
+from auditor.ingest.jobs import JobOptions, ingest_job_files
+from auditor.ingest.logs import LogOptions, ingest_logs
 from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
 

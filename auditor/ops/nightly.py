@@ -1,7 +1,7 @@
 """The nightly run: sweep, suspects, report into a dated folder, retention, metrics.
 
 Made for cron: one run at a time (a lock), a log file, quiet without a terminal, and an exit
-code that says what happened (see auditor.nightly for the table).
+code that says what happened (the table is in auditor.errors).
 """
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from auditor import nightly
+from auditor.analyse.correlate import settings_from
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
-from auditor.correlate import settings_from
-from auditor.ingest import load_node_names
-from auditor.metrics import render as render_metrics
-from auditor.metrics import write_textfile
-from auditor.nightly import RunLock, new_suspects, progress
-from auditor.report import build_report, write_report
+from auditor.errors import exit_code
+from auditor.ingest.captures import load_node_names
+from auditor.ops import retention
+from auditor.ops.lock import RunLock
+from auditor.ops.progress import progress
+from auditor.ops.sweep import sweep
+from auditor.report.build import build_report, write_report
+from auditor.report.prometheus import render as render_metrics
+from auditor.report.prometheus import write_textfile
 from auditor.store import Store, utc_naive
-from auditor.sweep import sweep
 from auditor.timeparse import parse_span
 
 log = logging.getLogger("auditor.nightly")
+# In a report folder until the run has delivered everything (report, metrics).
+UNDELIVERED = ".undelivered"
 
 
 @dataclass(slots=True)
@@ -42,10 +46,10 @@ def _previous_report(reports: Path, current: Path) -> dict[str, Any] | None:
     report (metrics, say) left its folder marked undelivered, and its suspects stay new."""
     import json
 
-    older = [f for f in nightly.dated_folders(reports) if f.name < current.name]
+    older = [f for f in retention.dated_folders(reports) if f.name < current.name]
     for folder in reversed(older):
         path = folder / "report.json"
-        if path.is_file() and not (folder / nightly.UNDELIVERED).exists():
+        if path.is_file() and not (folder / UNDELIVERED).exists():
             data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
             return data
     return None
@@ -84,10 +88,10 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                                   limit=settings.nightly.limit,
                                   cfg=settings_from(settings.ranking))
             sources = store.sources()
-        folder = nightly.dated_folder(settings.reports_dir, now)
+        folder = retention.dated_folder(settings.reports_dir, now)
         # Undelivered until everything is out (report, metrics): a run that fails before the
         # end leaves the mark, and the next run still counts these suspects as new.
-        undelivered = folder / nightly.UNDELIVERED
+        undelivered = folder / UNDELIVERED
         undelivered.write_text("this run failed before it delivered everything; see the log\n",
                                encoding="utf-8")
         write_report(folder, report)
@@ -95,14 +99,31 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
         log.info("report written to %s: %d suspect(s), %d new", folder,
                  len(report["suspects"]), len(new))
         with steps.step("retention"):
-            pruned = nightly.prune_captures(settings.captures_dir,
+            pruned = retention.prune_captures(settings.captures_dir,
                                             settings.nightly.keep_captures_days, now,
                                             protect=[settings.db, lock.path])
-            pruned += nightly.prune_reports(settings.reports_dir,
+            pruned += retention.prune_reports(settings.reports_dir,
                                             settings.nightly.keep_reports_days, now)
         for path in pruned:
             log.info("removed old %s", path)
         if metrics_file is not None:
             write_textfile(metrics_file, render_metrics(report, sources))
         undelivered.unlink()
-    return NightlyResult(folder, nightly.exit_code(len(new), bool(failed)), new, failed, pruned)
+    return NightlyResult(folder, exit_code(len(new), bool(failed)), new, failed, pruned)
+
+
+
+
+def _suspect_key(suspect: dict[str, Any]) -> tuple[str, frozenset[tuple[str, Any]]]:
+    ends = frozenset((str(e.get("name")), e.get("port")) for e in suspect.get("ends", []))
+    return str(suspect.get("component")), ends
+
+
+def new_suspects(previous: dict[str, Any] | None,
+                 current: dict[str, Any]) -> list[dict[str, Any]]:
+    """Suspects of `current` (a `rank.as_json` document) that `previous` did not have, in
+    `current`'s order. A suspect is its component plus the set of its ends (name, port), so
+    rank, score and evidence changing do not make it new; the ends' order does not matter; a
+    cable re-judged as a transceiver is new (the action changed). No previous run: all new."""
+    seen = {_suspect_key(s) for s in (previous or {}).get("suspects", [])}
+    return [s for s in current.get("suspects", []) if _suspect_key(s) not in seen]

@@ -11,10 +11,10 @@ from pathlib import Path
 from auditor.collect.runner import CommandResult, Runner, save_capture
 from auditor.config import Settings
 from auditor.errors import AuditorError, CollectError
-from auditor.hostside import collect_hosts
-from auditor.ingest import IngestResult, ingest_files
+from auditor.ingest.captures import IngestResult, ingest_files
+from auditor.ops.hosts import collect_hosts
+from auditor.ops.switches import collect_cli, poll_snmp
 from auditor.store import Store
-from auditor.switchside import collect_cli, poll_snmp
 
 
 @dataclass(slots=True)
@@ -83,7 +83,7 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     if len(fabric_files) < len(files):
         from zoneinfo import ZoneInfo
 
-        from auditor.jobs import JobOptions, ingest_job_files
+        from auditor.ingest.jobs import JobOptions, ingest_job_files
 
         # slurmctld prints local time without a zone: the same zone as the site's logs.
         result.ingested += ingest_job_files(
@@ -97,7 +97,7 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     if logs:
         from zoneinfo import ZoneInfo
 
-        from auditor.events import LogOptions, ingest_logs
+        from auditor.ingest.logs import LogOptions, ingest_logs
 
         opts = LogOptions(year=settings.logs.year, tz=ZoneInfo(settings.logs.tz),
                           extra=[re.compile(p) for p in settings.logs.patterns],

@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from auditor import graph, replacements
-from auditor.correlate import Evidence, Settings, gather
+from auditor import graph
+from auditor.analyse import replacements
+from auditor.analyse.correlate import Evidence, Settings, gather
+from auditor.analyse.rank import Suspect, as_json, rank
 from auditor.models import NodeType
-from auditor.rank import Suspect, as_json, rank
-from auditor.render import cell_limit, to_json
+from auditor.report.tables import cell_limit, to_json
 from auditor.safe_text import csv_cell
 from auditor.store import Store
 
@@ -188,7 +189,7 @@ def replacements_csv(report: dict[str, Any]) -> str:
 def write_report(out: Path, report: dict[str, Any]) -> list[Path]:
     """replacements.csv, report.json and report.html in `out` (created)."""
     from auditor.outfiles import make_folder, write_text
-    from auditor.report_html import render_html
+    from auditor.report.html import render_html
 
     files = {
         "replacements.csv": replacements_csv(report),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from auditor.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent, Settings
+from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent, Settings
 from auditor.models import NodeType
 
 COMPONENTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")

@@ -14,8 +14,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.analyse.flaps import flaps
 from auditor.errors import AuditorError
-from auditor.flaps import flaps
 from auditor.portmap import PortMap
 from auditor.store import Store, utc_naive
 

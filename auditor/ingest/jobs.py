@@ -24,7 +24,7 @@ from pathlib import Path
 
 from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
-from auditor.ingest import IngestResult, options_key, read_text
+from auditor.ingest.common import IngestResult, options_key, read_text
 from auditor.models import HostAddress, JobError, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
 from auditor.parse.cabling import Cable, parse_cabling

@@ -3,10 +3,10 @@
 Each host in `[hosts] names` gets its sysfs counters read (SYSFS_COMMAND), `ibstat`, and its
 kernel log (dmesg -T or journalctl -k). Counters are stored as a "sysfs" counters source keyed
 by the HCA's node GUID, the key ibnetdiscover gives the CA, so a LinkDownedCounter step on the
-HCA end becomes a counter flap of its link (auditor.flaps) with no further mapping. Kernel-log
-port events (origin "dmesg") are placed on the fabric graph through PortMap and the config's
-aliases. Port states read from sysfs are reported in the device status only: a Down port there
-has no time, and the sweeps already record topology changes.
+HCA end becomes a counter flap of its link (auditor.analyse.flaps) with no further mapping.
+Kernel-log port events (origin "dmesg") are placed on the fabric graph through PortMap and the
+config's aliases. Port states read from sysfs are reported in the device status only: a Down
+port there has no time, and the sweeps already record topology changes.
 
 One dead host never stops the others: every host gets a device_status row (collector "host")
 with ok, partial (a secondary read failed, e.g. dmesg in a container), no_hca, timeout,
@@ -32,14 +32,14 @@ from auditor.collect.hostcmd import (
 from auditor.collect.runner import CommandResult, save_capture
 from auditor.config import Settings
 from auditor.errors import ParseError
-from auditor.events import CUT, FUTURE_SLACK, bound_event
+from auditor.ingest.logs import CUT, FUTURE_SLACK, bound_event
 from auditor.models import PortEvent
+from auditor.ops.switches import DeviceOutcome
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
 from auditor.parse.sysfs_ib import SysfsSnapshot, parse_sysfs_ib, to_counter_samples
 from auditor.portmap import PortMap
 from auditor.store import Placement, SourceMeta, Store
-from auditor.switchside import DeviceOutcome
 
 COLLECTOR = "host"
 EVENT_ORIGIN = "dmesg"  # the same origin as an ingested dmesg file, so repeats are skipped

@@ -31,9 +31,9 @@ from auditor.collect.logfile import (
     scan,
 )
 from auditor.errors import AuditorError
-from auditor.ingest import IngestResult, claim_source, digest_of, options_key
+from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key
 from auditor.models import PortEvent
-from auditor.parse import opensm, syslog, ufm_events
+from auditor.parse import _logline, opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
 from auditor.portmap import PortMap, Resolved
 from auditor.safe_text import clip
@@ -108,7 +108,7 @@ def detect_log_kind(head: str, path: Path) -> str:
                        f"({', '.join(LOG_KINDS)})")
 
 
-def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.SyslogResult:
+def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> _logline.SyslogResult:
     reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     lines = found.lines()  # streamed while grep still reads the file
     if kind == "ufm-events":
@@ -121,7 +121,7 @@ def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> syslog.Sy
         listed = list(lines)
         res = parse_dmesg("".join(t for _, t in listed), host=opts.host, tz=opts.tz)
         numbers = [n for n, _ in listed]
-        return syslog.SyslogResult(
+        return _logline.SyslogResult(
             [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
             [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored)
     return syslog.parse_syslog_lines(lines, year=opts.year, reference=reference, tz=opts.tz,
@@ -203,8 +203,8 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                 found.candidates[-1][0] == found.total_lines
             if not found.last_line_complete and not last_is_candidate \
                     and not found.last_line_nul:
-                issues[syslog.HALF_WRITTEN] += 1
-                first.setdefault(syslog.HALF_WRITTEN, (found.total_lines, ""))
+                issues[_logline.HALF_WRITTEN] += 1
+                first.setdefault(_logline.HALF_WRITTEN, (found.total_lines, ""))
             _binary_issues(found, issues, first)
             events = []
             for e in parsed.events:

@@ -39,10 +39,10 @@ from typing import Any
 import networkx as nx
 
 from auditor import graph
+from auditor.analyse.flaps import Flap, PortKey, flaps
+from auditor.analyse.health import degraded_links
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
-from auditor.flaps import Flap, PortKey, flaps
-from auditor.health import degraded_links
 from auditor.models import Fabric, NodeType
 from auditor.nccl import UNKNOWN_BOUNDS, DeathTime, death_s, default_ib_timeout, job_death
 from auditor.parse.joblog import ipoib_link_local_to_guid

@@ -6,16 +6,15 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-from auditor import duplicates
 from auditor.errors import AuditorError, ParseError
+from auditor.ingest import duplicates
+from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key, read_text
 from auditor.models import (
     LID_KEY_PREFIX,
     CounterSample,
@@ -52,16 +51,6 @@ _SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
 
 
 @dataclass(slots=True)
-class IngestResult:
-    path: str
-    kind: str
-    status: str  # "ingested" or "already ingested"
-    records: int = 0
-    source_id: int | None = None
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
 class _Parsed:
     path: str
     kind: str
@@ -70,53 +59,6 @@ class _Parsed:
     topology: Topology | None = None
     counters: list[CounterSample] | None = None
     options: str | None = None
-
-
-def read_text(path: Path) -> tuple[str, str]:
-    """The file's text and content hash; binary (a NUL byte anywhere) or unreadable files are
-    an AuditorError naming the line."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
-    digest = hashlib.sha256(data).hexdigest()
-    if (nul := data.find(b"\x00")) >= 0:
-        line_no = data[:nul].count(b"\n") + 1
-        raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a text capture")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line_no = data[: exc.start].count(b"\n") + 1
-        raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
-    return text, digest
-
-
-def options_key(**options: object) -> str:
-    """What besides a file's content changes what its ingest stores (the kind it is read as,
-    the job a log is given to, the year and zone of zoneless stamps, ...), as the text stored
-    beside the content key. None values are left out."""
-    return json.dumps({k: v for k, v in options.items() if v is not None}, sort_keys=True,
-                      default=str)
-
-
-def digest_of(mapping: dict[str, str] | None) -> str | None:
-    """A short digest of a name map or alias table for `options_key` (None when empty)."""
-    if not mapping:
-        return None
-    return hashlib.sha256(json.dumps(mapping, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def claim_source(store: Store, sha256: str, options: str, moment: datetime,
-                 explicit: bool = False) -> str:
-    """Whether a file of this content, ingested with these options, is to be stored:
-    "already ingested" (the same content with the same options: a no-op), "re-ingested" (the
-    same content stored with other options: what it stored is deleted now, in the caller's
-    transaction, to be stored again) or "ingested"."""
-    found = store.sources_of(sha256, moment, explicit)
-    if any(stored == options for _, stored in found):
-        return "already ingested"
-    store.forget_sources([sid for sid, _ in found])
-    return "re-ingested" if found else "ingested"
 
 
 def place_unmapped_events(store: Store, at: datetime, aliases: dict[str, str] | None) -> int:
@@ -371,58 +313,3 @@ def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int
 
 
 __all__ = ["KINDS", "IngestResult", "Port", "detect_kind", "ingest_files", "parse_file"]
-
-
-@dataclass(slots=True)
-class IngestPlan:
-    captures: list[Path]
-    capture_kind: str
-    logs: list[Path]
-    log_kind: str
-    job_files: list[Path] = field(default_factory=list)
-    job_kind: str = "auto"
-
-
-def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
-    """Split the files of one `ingest` into tool captures and logs (recognised when `auto`)."""
-    from auditor.collect.logfile import read_head
-    from auditor.events import LOG_KINDS, detect_log_kind
-    from auditor.jobs import JOB_KINDS, detect_job_kind
-
-    if kind in KINDS[1:]:
-        return IngestPlan(list(paths), kind, [], "auto")
-    if kind in LOG_KINDS:
-        return IngestPlan([], "auto", list(paths), kind)
-    if kind in JOB_KINDS:
-        return IngestPlan([], "auto", [], "auto", list(paths), kind)
-    every = (*KINDS, *LOG_KINDS, *JOB_KINDS)
-    if kind != "auto":
-        raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
-    plan = IngestPlan([], "auto", [], "auto")
-    for path in paths:
-        raw = read_head(path)
-        # Lines holding NUL bytes (a crash's debris in a log) are blanked for recognition.
-        head = b"\n".join(b"" if b"\x00" in line else line
-                          for line in raw.split(b"\n")).decode("utf-8", "replace")
-        if not head.strip():
-            if b"\x00" in raw:
-                raise AuditorError(f"{path}:1: binary data (NUL bytes) and no line this auditor "
-                                   "knows in the first 64 KiB; a log is read with --kind")
-            raise AuditorError(f"{path}:1: empty file, nothing to ingest")
-        try:
-            detect_kind(head, str(path))
-        except AuditorError:
-            if detect_job_kind(head) is not None:
-                plan.job_files.append(path)
-                continue
-            try:
-                detect_log_kind(head, path)
-            except AuditorError:
-                first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
-                raise AuditorError(
-                    f"{path}:{first}: cannot tell what tool or log this is; pass --kind "
-                    f"({', '.join(every[1:])})") from None
-            plan.logs.append(path)
-        else:
-            plan.captures.append(path)
-    return plan

@@ -26,7 +26,7 @@ def _labels(**kv: object) -> str:
 
 
 def render(report: dict[str, Any], sources: list[dict[str, Any]]) -> str:
-    """Metric text from a report dict (see auditor.report) and the ingested sources."""
+    """Metric text from a report dict (see auditor.report.build) and the ingested sources."""
     lines = [
         "# HELP auditor_link_flaps Flaps of a suspect link in the report window.",
         "# TYPE auditor_link_flaps gauge",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from auditor.analyse.health import End, changes, degraded_links, ends_of
 from auditor.errors import AuditorError
-from auditor.health import End, changes, degraded_links, ends_of
 from auditor.models import Fabric, NodeType
 from auditor.store import Store
 

@@ -1,0 +1,72 @@
+"""What every ingest shares: the per-file result, reading a file as text, the source key
+(content hash plus the options that change the result) and claiming a source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from auditor.errors import AuditorError
+from auditor.store import Store
+
+
+@dataclass(slots=True)
+class IngestResult:
+    path: str
+    kind: str
+    status: str  # "ingested" or "already ingested"
+    records: int = 0
+    source_id: int | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """The file's text and content hash; binary (a NUL byte anywhere) or unreadable files are
+    an AuditorError naming the line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if (nul := data.find(b"\x00")) >= 0:
+        line_no = data[:nul].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a text capture")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
+    return text, digest
+
+
+def options_key(**options: object) -> str:
+    """What besides a file's content changes what its ingest stores (the kind it is read as,
+    the job a log is given to, the year and zone of zoneless stamps, ...), as the text stored
+    beside the content key. None values are left out."""
+    return json.dumps({k: v for k, v in options.items() if v is not None}, sort_keys=True,
+                      default=str)
+
+
+def digest_of(mapping: dict[str, str] | None) -> str | None:
+    """A short digest of a name map or alias table for `options_key` (None when empty)."""
+    if not mapping:
+        return None
+    return hashlib.sha256(json.dumps(mapping, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def claim_source(store: Store, sha256: str, options: str, moment: datetime,
+                 explicit: bool = False) -> str:
+    """Whether a file of this content, ingested with these options, is to be stored:
+    "already ingested" (the same content with the same options: a no-op), "re-ingested" (the
+    same content stored with other options: what it stored is deleted now, in the caller's
+    transaction, to be stored again) or "ingested"."""
+    found = store.sources_of(sha256, moment, explicit)
+    if any(stored == options for _, stored in found):
+        return "already ingested"
+    store.forget_sources([sid for sid, _ in found])
+    return "re-ingested" if found else "ingested"
+
+
