@@ -6,6 +6,7 @@ speeds are the IBTA names "SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "ND
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -215,3 +216,75 @@ class MaintenanceWindow:
     end: datetime
     reason: str = ""
     line_no: int = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# IPoIB / GID -> port GUID
+
+
+def _ipv6_bytes(addr: str) -> bytes | None:
+    text = addr.strip().split("<", 1)[0].split("%", 1)[0].removeprefix("[").removesuffix("]")
+    try:
+        return ipaddress.IPv6Address(text).packed
+    except ValueError:
+        return None
+
+
+_LINK_LOCAL_PREFIX = b"\xfe\x80" + bytes(6)
+
+
+def _interface_id(addr: str) -> bytearray | None:
+    packed = _ipv6_bytes(addr)
+    if packed is None or packed[:8] != _LINK_LOCAL_PREFIX:
+        return None
+    iid = bytearray(packed[8:])
+    if iid[3:5] == b"\xff\xfe":  # EUI-48 MAC stretched to 64 bits: Ethernet/RoCE, no IB GUID
+        return None
+    return iid
+
+
+def ipoib_link_local_to_guid(addr: str) -> str | None:
+    """IPoIB link-local `fe80::966d:ae03:8b:df78[%ib0]` -> port GUID `0x946dae03008bdf78`.
+
+    RFC 4391 builds the interface ID from the port GUID as a modified EUI-64, i.e. with the
+    universal/local bit (0x02 of the first byte) inverted, so it is flipped back here. None for
+    anything that is not fe80::/64 or whose interface ID is MAC-derived (ff:fe in the middle)."""
+    iid = _interface_id(addr)
+    if iid is None:
+        return None
+    iid[0] ^= 0x02
+    return "0x" + iid.hex()
+
+
+def gid_to_guid(gid: str) -> str | None:
+    """IB GID `fe80:0000:0000:0000:946d:ae03:008b:df78` -> port GUID `0x946dae03008bdf78`.
+
+    A GID is the 64-bit subnet prefix followed by the port GUID itself (no bit flip, unlike an
+    IPoIB address). Only the default subnet prefix fe80::/64 is accepted: RoCE GIDs
+    (`::ffff:a.b.c.d`, an IPv6 address, or a MAC-derived fe80 one) carry no GUID."""
+    iid = _interface_id(gid)
+    return None if iid is None else "0x" + iid.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a node is (inventory CSV): site, row, rack, U and faceplate port labels."""
+
+    name: str
+    site: str | None = None
+    row: str | None = None
+    rack: str | None = None
+    u: str | None = None
+    port_labels: tuple[tuple[int, str], ...] = ()
+    line_no: int = 0
+
+
+ELLIPSIS = "\u2026"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, the last one an ellipsis when anything was cut.
+    Only the length: what is stored keeps its characters (see `inert` for display)."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + ELLIPSIS

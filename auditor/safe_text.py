@@ -26,9 +26,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from auditor.models import clip
+
 NAME_MAX = 128  # a node, host or device name shown to a person (IB caps NodeDescription at 64)
 TEXT_MAX = 400  # any other cell: a log message, an evidence line, an action
-ELLIPSIS = "\u2026"
 
 # OWASP "CSV Injection": cells starting with these are formulas in Excel, LibreOffice and
 # Google Sheets (tab, CR and LF are in the list too; `inert` has already escaped them).
@@ -49,14 +50,6 @@ def _escape(ch: str) -> str:
     if code < 0x10000:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
-
-
-def clip(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters, the last one an ellipsis when anything was cut.
-    Only the length: what is stored keeps its characters (see `inert` for display)."""
-    if len(text) <= limit:
-        return text
-    return text[: max(limit - 1, 0)] + ELLIPSIS
 
 
 def inert(text: object, limit: int | None = TEXT_MAX) -> str:

@@ -26,12 +26,12 @@ from auditor.models import (
     Job,
     JobError,
     Link,
+    Location,
     MaintenanceWindow,
     NodeType,
     Port,
     PortEvent,
 )
-from auditor.parse.inventory import Location
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -253,6 +253,12 @@ class Store:
     def run(self, query: str, /, **params: Any) -> list[tuple[Any, ...]]:
         """Run queries/<name>.sql with DuckDB named parameters and return all rows."""
         return self._con.execute(sql.load(query), params).fetchall()
+
+    def check_query(self, query: str) -> None:
+        """Bind queries/<query>.sql against this database's schema without running it (every
+        table and column it names must exist); raises duckdb.Error when it does not."""
+        self._con.execute("prepare _check_query as " + sql.load(query).strip().rstrip(";"))
+        self._con.execute("deallocate _check_query")
 
     def run_dicts(self, query: str, /, **params: Any) -> list[dict[str, Any]]:
         cur = self._con.execute(sql.load(query), params)

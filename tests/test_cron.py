@@ -67,10 +67,8 @@ def test_new_suspects_then_nothing_new_then_failed_sources(site: Path, tmp_path:
                    "action", "first_flap"):
         assert cable[column], column
     assert "ticket" in cable and cable["ticket"] == ""
-    time.sleep(1.1)  # dated folders have one-second resolution
     second = nightly(cfg, "--no-sweep", "--until", UNTIL)
     assert second.returncode == 0, second.stderr  # same suspects as last night: nothing new
-    time.sleep(1.1)
     # No IB hardware and no simulator here: the sweep's tools fail, the report is still written.
     third = nightly(cfg, "--until", UNTIL)
     assert third.returncode == 20, third.stderr

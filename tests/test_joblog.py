@@ -20,14 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.models import JobError
-from auditor.parse.joblog import (
-    JoblogResult,
-    first_errors,
-    gid_to_guid,
-    ipoib_link_local_to_guid,
-    parse_joblog,
-)
+from auditor.models import JobError, gid_to_guid, ipoib_link_local_to_guid
+from auditor.parse.joblog import JoblogResult, first_errors, parse_joblog
 from tests.strategies import near_miss
 
 FIXTURES = Path(__file__).parent / "fixtures" / "joblog"

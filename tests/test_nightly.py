@@ -220,9 +220,13 @@ def test_prune_reports_touches_dated_folders_only(tmp_path: Path) -> None:
 def test_dated_folder(tmp_path: Path) -> None:
     folder = dated_folder(tmp_path / "reports", NOW)
     assert folder == tmp_path / "reports" / "2026-11-30T020000Z" and folder.is_dir()
-    assert dated_folder(tmp_path / "reports", NOW) == folder  # exist_ok
+    # a second run within the same second does not overwrite the first one's report
+    again = dated_folder(tmp_path / "reports", NOW)
+    assert again == tmp_path / "reports" / "2026-11-30T020000Z-2" and again.is_dir()
     cet = NOW.astimezone(timezone(timedelta(hours=1)))
-    assert dated_folder(tmp_path / "reports", cet) == folder  # always named in UTC
+    third = dated_folder(tmp_path / "reports", cet)  # always named in UTC
+    assert third == tmp_path / "reports" / "2026-11-30T020000Z-3"
+    assert dated_folders(tmp_path / "reports") == [folder, again, third]
 
 
 @pytest.fixture

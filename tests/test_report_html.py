@@ -35,7 +35,7 @@ def _loc(rack: str, u: str) -> dict[str, Any]:
 
 
 def sample_report() -> dict[str, Any]:
-    """What auditor/report.py builds for a morning with three bad cables, a rebooted switch and
+    """What auditor/report/build.py builds for a morning with three bad cables, a rebooted switch and
     one cable already swapped."""
     replacements: list[dict[str, Any]] = [
         {"priority": 1, "verdict": "cable", "score": 0.97,

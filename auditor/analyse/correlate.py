@@ -43,9 +43,8 @@ from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
-from auditor.models import Fabric, NodeType
+from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
 from auditor.nccl import UNKNOWN_BOUNDS, DeathTime, death_s, default_ib_timeout, job_death
-from auditor.parse.joblog import ipoib_link_local_to_guid
 from auditor.portmap import port_number
 from auditor.store import Store
 

@@ -25,11 +25,11 @@ from pathlib import Path
 from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest.common import IngestResult, options_key, read_text
-from auditor.models import HostAddress, JobError, MaintenanceWindow
+from auditor.models import HostAddress, JobError, Location, MaintenanceWindow
 from auditor.parse._jobs import JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
-from auditor.parse.inventory import Location, parse_inventory
+from auditor.parse.inventory import parse_inventory
 from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.joblog import JoblogResult, parse_joblog
 from auditor.parse.maintenance import parse_maintenance

@@ -32,11 +32,10 @@ from auditor.collect.logfile import (
 )
 from auditor.errors import AuditorError
 from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key
-from auditor.models import PortEvent
+from auditor.models import PortEvent, clip
 from auditor.parse import _logline, opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
 from auditor.portmap import PortMap, Resolved
-from auditor.safe_text import clip
 from auditor.store import Placement, SourceMeta, Store
 
 LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")

@@ -96,7 +96,8 @@ def prune_captures(captures_dir: Path, keep_days: float, now: datetime,
     return removed
 
 
-_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:T(\d{6})Z)?$")
+# A second run within the same second gets `-2`, `-3`: no run overwrites another's report.
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:T(\d{6})Z)?(?:-(\d+))?$")
 
 
 def _folder_time(name: str) -> datetime | None:
@@ -117,9 +118,14 @@ def dated_folders(base: Path) -> list[Path]:
     symlinks), oldest first."""
     if not base.is_dir():
         return []
-    found = [(t, p) for p in base.iterdir()
+    found = [(t, _sequence(p.name), p) for p in base.iterdir()
              if (t := _folder_time(p.name)) is not None and p.is_dir() and not p.is_symlink()]
-    return [p for _, p in sorted(found)]
+    return [p for _, _, p in sorted(found)]
+
+
+def _sequence(name: str) -> int:
+    m = _DATED.match(name)
+    return int(m.group(3)) if m and m.group(3) else 1
 
 
 def prune_reports(reports_dir: Path, keep_days: float, now: datetime) -> list[Path]:
@@ -148,12 +154,17 @@ def prune_reports(reports_dir: Path, keep_days: float, now: datetime) -> list[Pa
 
 
 def dated_folder(base: Path, now: datetime) -> Path:
-    """`base/2026-11-30T020000Z` for `now` in UTC, created (with parents) if missing."""
+    """`base/2026-11-30T020000Z` for `now` in UTC, created (with parents); `...Z-2` when a run
+    of the same second made that one already."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     from auditor.outfiles import make_folder
 
-    folder = base / now.astimezone(UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    name = now.astimezone(UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    folder, n = base / name, 1
+    while folder.exists():
+        n += 1
+        folder = base / f"{name}-{n}"
     make_folder(folder, "report")
     return folder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.safe_text import clip
+from auditor.models import clip
 
 # infiniband-diags prints GUIDs with "%" PRIx64 in some places, so leading zeros may be missing.
 GUID_HEX = r"[0-9a-fA-F]{1,16}"

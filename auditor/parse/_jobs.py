@@ -10,9 +10,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-from auditor.models import Job
+from auditor.models import Job, clip
 from auditor.parse.hostlist import expand_hostlist
-from auditor.safe_text import clip
 
 
 @dataclass(slots=True)

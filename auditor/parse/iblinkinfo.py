@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 
 from auditor.errors import ParseError
-from auditor.models import LID_KEY_PREFIX, Link, Node, NodeType, Port, Topology
+from auditor.models import LID_KEY_PREFIX, Link, Node, NodeType, Port, Topology, clip
 from auditor.parse._common import (
     DESCRIPTION_MAX,
     EXAMPLE_MAX,
@@ -49,7 +49,6 @@ from auditor.parse._common import (
     split_lines,
 )
 from auditor.parse.nodedesc import describe
-from auditor.safe_text import clip
 
 _KIND = "iblinkinfo"
 

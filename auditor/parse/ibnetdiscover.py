@@ -31,7 +31,7 @@ import re
 from dataclasses import replace
 
 from auditor.errors import ParseError
-from auditor.models import DUPLICATE_MARK, DuplicateGuid, Link, Node, NodeType, Port, Topology
+from auditor.models import DUPLICATE_MARK, DuplicateGuid, Link, Node, NodeType, Port, Topology, clip
 from auditor.parse._common import (
     DESCRIPTION_MAX,
     EXAMPLE_MAX,
@@ -42,7 +42,6 @@ from auditor.parse._common import (
     norm_guid,
     split_lines,
 )
-from auditor.safe_text import clip
 
 _KIND = "ibnetdiscover"
 

@@ -14,24 +14,12 @@ not `IB1/<port>` (director switches, split ports). A bad row is a ParseError nam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from auditor.errors import ParseError
+from auditor.models import Location
 from auditor.parse._common import csv_records
 
 _KIND = "inventory"
 _COLUMNS = ("name", "site", "row", "rack", "u", "port_labels")
-
-
-@dataclass(frozen=True, slots=True)
-class Location:
-    name: str
-    site: str | None = None
-    row: str | None = None
-    rack: str | None = None
-    u: str | None = None
-    port_labels: tuple[tuple[int, str], ...] = ()
-    line_no: int = 0
 
 
 def _labels(text: str, line_no: int, line: str) -> tuple[tuple[int, str], ...]:

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from auditor.errors import ParseError
+from auditor.models import clip
 from auditor.parse._common import DESCRIPTION_MAX, split_lines
-from auditor.safe_text import clip
 
 _STATUS_KIND = "onyx-ib-status"
 _XCVR_KIND = "onyx-transceiver"

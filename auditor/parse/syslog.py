@@ -1,7 +1,8 @@
 """Parse syslog-style log lines that carry InfiniBand (and host HCA / RoCE) port events.
 
-Input is `(line_no, line)` pairs: the caller pre-filters a large file with `PREFILTER` (DuckDB
-`regexp_matches`), so line numbers need not be contiguous. Nothing here raises for a bad line;
+Input is `(line_no, line)` pairs: the caller pre-filters a large file with `PREFILTER`
+(auditor.collect.logfile runs ripgrep, else GNU grep, else a Python scan), so line numbers need
+not be contiguous. Nothing here raises for a bad line;
 every line gets exactly one outcome: a `PortEvent`, an entry in `SyslogResult.unparsed`
 (line_no, line, reason) when the line has no readable envelope, no absolute time, an impossible
 date or an unreadable port event, or a count in `SyslogResult.ignored` (readable, no port event).

@@ -1,6 +1,6 @@
 """The technician/operator report as ONE self-contained HTML file.
 
-`render_html(report)` is a pure function of the report dict that `auditor/report.py` builds.
+`render_html(report)` is a pure function of the report dict that `auditor/report/build.py` builds.
 The file has no external assets (no CDN, fonts or remote images) because it is mailed, attached
 to tickets and opened on air-gapped jump hosts; CSS is inline and every plot is an inline SVG
 drawn by matplotlib with text as glyph paths, so it looks the same without any installed font.
@@ -69,7 +69,7 @@ _env = jinja2.Environment(
 
 
 def render_html(report: Mapping[str, Any], *, top_n: int = DEFAULT_TOP_N) -> str:
-    """One self-contained HTML document for `report` (schema: auditor/report.py). Missing
+    """One self-contained HTML document for `report` (schema: auditor/report/build.py). Missing
     optional keys render as empty states; `top_n` suspects get a card with plots."""
     return _env.get_template("report.html.j2").render(**_view(report, top_n))
 

@@ -1,6 +1,6 @@
 """Run the real infiniband-diags tools against an ibsim-simulated two-level fat tree.
 
-For tests and benchmark scripts only; the auditor itself never imports this module.
+For tests and benchmark scripts only; no command of the auditor imports this module.
 
     tree = FatTree(spines=2, leaves=4, hosts_per_leaf=2)
     with IbSim(write_net_file(tree), tmp_path) as sim:

@@ -1,6 +1,7 @@
 """Seeded synthetic scenarios: a fat-tree fabric, a window of faults, and the files they leave.
 
-For tests, the demo and the ranking benchmark; the auditor itself never imports this module.
+For tests, the demo and the ranking benchmark; `auditor simulate` (and `auditor demo`) import
+it when run, no other command does.
 
     truth = generate(tmp_path, seed=7, spines=4, leaves=8, hosts_per_leaf=4)
 

@@ -1,0 +1,132 @@
+"""The layer rules of CONTRIBUTING.md, checked on the import statements of every module (ast, so
+an import inside a function counts too). A rule broken on purpose is an entry of ALLOWED with
+its reason; anything else new fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "auditor"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts).removesuffix(".__init__")
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> every module it imports (ours and third-party), absolute names."""
+    out: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        mod = _module(path)
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}
+        out[mod] = found
+    return out
+
+
+IMPORTS = _imports()
+OURS = set(IMPORTS)
+
+
+def _ours(mod: str) -> set[str]:
+    # `from auditor import graph` names the package itself, which holds nothing: skip it
+    return {m for m in IMPORTS[mod] if m in OURS and m not in (mod, "auditor")}
+
+
+def _in(mod: str, room: str) -> bool:
+    return mod == room or mod.startswith(room + ".")
+
+
+# (importer, imported): why the rule is broken there.
+ALLOWED = {
+    ("auditor.collect.onyx", "auditor.parse.onyx"):
+        "an interactive CLI session: the port list of `show interfaces ib status` says which "
+        "ports' transceivers to ask about",
+    ("auditor.collect.hostcmd", "auditor.parse.sysfs_ib"):
+        "SYSFS_COMMAND lists the sysfs files the sysfs parser reads; one list for both",
+}
+
+
+def _violations(rule: str, importer_room: str, allowed_rooms: tuple[str, ...]) -> list[str]:
+    bad = []
+    for mod in sorted(OURS):
+        if not _in(mod, importer_room):
+            continue
+        for dep in sorted(_ours(mod)):
+            if any(_in(dep, r) for r in allowed_rooms) or (mod, dep) in ALLOWED:
+                continue
+            bad.append(f"{mod} imports {dep} ({rule})")
+    return bad
+
+
+def test_parse_imports_nothing_of_ours_but_models_and_errors() -> None:
+    assert _violations("parse is pure", "auditor.parse",
+                       ("auditor.parse", "auditor.models", "auditor.errors")) == []
+
+
+def test_collect_does_no_parsing_or_storing() -> None:
+    assert _violations("collect is I/O only", "auditor.collect",
+                       ("auditor.collect", "auditor.models", "auditor.errors",
+                        "auditor.config")) == []
+
+
+def test_analyse_reads_through_the_store_and_writes_nothing() -> None:
+    # No collect, ops, ingest, report or cli; no file or process I/O of its own.
+    assert _violations("analyse does no I/O", "auditor.analyse",
+                       ("auditor.analyse", "auditor.models", "auditor.errors", "auditor.store",
+                        "auditor.graph", "auditor.portmap", "auditor.nccl", "auditor.config")) == []
+    for mod in (m for m in OURS if _in(m, "auditor.analyse")):
+        assert not IMPORTS[mod] & {"subprocess", "socket", "shutil", "paramiko", "duckdb"}, mod
+
+
+def test_report_renders_what_analyse_returns() -> None:
+    assert _violations("report renders", "auditor.report",
+                       ("auditor.report", "auditor.analyse", "auditor.models", "auditor.errors",
+                        "auditor.safe_text", "auditor.outfiles", "auditor.graph",
+                        "auditor.store")) == []
+
+
+@pytest.mark.parametrize(("lib", "only"), [
+    ("duckdb", ("auditor.store",)),
+    ("typer", ("auditor.cli",)),
+    ("paramiko", ("auditor.collect",)),
+    ("netmiko", ("auditor.collect",)),
+    ("pysnmp", ("auditor.collect",)),
+])
+def test_third_party_libraries_stay_in_their_room(lib: str, only: tuple[str, ...]) -> None:
+    users = {m for m, deps in IMPORTS.items() if any(d == lib or d.startswith(lib + ".")
+                                                     for d in deps)}
+    assert all(any(_in(m, r) for r in only) for m in users), sorted(users)
+
+
+def test_no_import_circle() -> None:
+    graph = {m: {d for d in _ours(m) if not _in(m, d)} for m in OURS}
+    circles = []
+    for start in sorted(graph):
+        stack, seen = list(graph[start]), set()
+        while stack:
+            mod = stack.pop()
+            if mod == start:
+                circles.append(start)
+                break
+            if mod not in seen:
+                seen.add(mod)
+                stack.extend(graph[mod])
+    assert circles == []
+
+
+def test_only_cli_and_ops_sit_above_ingest() -> None:
+    # ingest is used by the CLI, the sweep/nightly, the demo and the simulator's evaluation
+    users = {m for m in OURS for d in _ours(m) if _in(d, "auditor.ingest")
+             and not _in(m, "auditor.ingest")}
+    assert users <= {"auditor.cli", "auditor.demo", "auditor.simulate.evaluate",
+                     *(m for m in OURS if _in(m, "auditor.ops"))}, sorted(users)
