@@ -1,7 +1,7 @@
 """Host-side (HCA end) parsers: ibstat, the /sys/class/infiniband dump, and the kernel log.
 
 Fixture provenance:
-* ibstat/ibsim_simulator_ca: verbatim /work/shared/reference/ibsim/ibstat.txt (rdma-core 44
+* ibstat/ibsim_simulator_ca: verbatim research notes: ibsim/ibstat.txt (rdma-core 44
   ibstat against ibsim; "CA type: simulator", "Rate: 104", "Link layer: IB").
 * ibstat/cx6_hdr_second_hca_down_polling_lid_65535, mlx4_dual_port_fdr10_and_roce: written
   here in the format of rdma-core infiniband-diags/ibstat.c (ca_dump/port_dump printf strings:
@@ -11,7 +11,7 @@ Fixture provenance:
   the same host as the cx6 ibstat fixture (same GUIDs, states). Counters at their IBTA maximum
   (8-bit 255, 16-bit 65535, 4-bit 15) on the down port.
 * dmesg/plain_monotonic_*, syslog_rfc3164_and_freebsd_unsupported: verbatim lines from
-  /work/shared/reference/switch/syslog-samples.txt section 5.
+  research notes: switch/syslog-samples.txt section 5.
 * dmesg/dmesg_T_local_time_plus_0100: the plain_monotonic_cable_plugged_link_up lines converted
   to `dmesg -T` form for a host at UTC+1 booted 2026-11-29 21:23:53 local.
 * dmesg/journal_short_iso_ipoib_flap: the linux-rdma IPoIB lines and the cubecos `eth1: Link up`

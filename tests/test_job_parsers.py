@@ -9,7 +9,7 @@ with its "error" ({line_no, reason}) when the whole input must be refused.
 Fixture provenance:
 * sacct/slurmdbd_*, sacct/completion_c_*, sacct/loopback_*, sacct/fixed_width_truncated_error
   and jobcomp/filetxt_loopback_requeued: verbatim output lines from
-  /work/shared/reference/jobs/sacct-samples.txt (Slurm 22.05.8 on a loopback test cluster);
+  research notes: jobs/sacct-samples.txt (Slurm 22.05.8 on a loopback test cluster);
   the command that printed each is in the .json "about".
 * sacct/handmade_reordered_columns_subset_running_gpus: written here in the sacct -P format
   (no capture has a running job, AllocTRES, array or het ids): reordered column subset,

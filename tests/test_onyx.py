@@ -1,6 +1,6 @@
 """Onyx / MLNX-OS switch collection: parsers on fixtures, then netmiko against a real SSH server.
 
-Fixture provenance (see /work/shared/reference/switch/README.md, section 5):
+Fixture provenance (see research notes: switch/README.md, section 5):
 * onyx_transceiver/: block shape from the MLNX-OS user manual, "InfiniBand Interface" page
   (`show interfaces ib 1/36 transceiver` -> `Slot 1 port 36 state` + `key : value` lines), with
   our own part and serial numbers. `Port 1/2/1 state` headers, tab-padded keys and
