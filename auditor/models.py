@@ -10,6 +10,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 
 class NodeType(StrEnum):
@@ -288,3 +289,43 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: max(limit - 1, 0)] + ELLIPSIS
+
+
+# --- SNMP polls (auditor.collect.snmp polls, auditor.analyse.snmp_changes compares two) ---
+
+SnmpStatus = Literal["ok", "timeout", "auth_failed", "parse_failed", "error"]
+ChangeKind = Literal["down", "up", "flap", "reboot", "gone"]
+TICKS_WRAP = 2**32  # TimeTicks is 32-bit: sysUpTime wraps after ~497 days
+
+
+@dataclass(frozen=True)
+class SnmpPort:
+    if_index: int
+    if_name: str
+    oper_status: str  # "up", "down", "lowerLayerDown", ... ("status<N>" if not in IF-MIB)
+    admin_status: str | None
+    last_change_ticks: int | None  # ifLastChange: sysUpTime at the last oper change
+    in_errors: int | None  # Counter32: wraps
+    out_errors: int | None
+    hc_in_octets: int | None
+    hc_out_octets: int | None
+    symbol_errors: int | None  # MELLANOX-IF-VPI-MIB; None when the agent has no such table
+    phys_state: str | None  # IB PortPhysicalState name ("linkUp", "polling", ...)
+
+
+@dataclass(frozen=True)
+class SnmpResult:
+    target: str
+    status: SnmpStatus
+    detail: str
+    polled_at: datetime  # UTC; on success the moment sysUpTime was read, else the start
+    sys_uptime_ticks: int | None
+    ports: list[SnmpPort] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SnmpChange:
+    if_name: str  # "" for kind "reboot" (the whole agent)
+    kind: ChangeKind
+    at_estimate: datetime | None
+    detail: str

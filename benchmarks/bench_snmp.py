@@ -26,8 +26,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.collect.snmp import SnmpResult, SnmpTarget, poll
+from auditor.collect.snmp import SnmpTarget, poll
 from auditor.config import Secret
+from auditor.models import SnmpResult
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the agent launcher lives with the tests

@@ -11,15 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from auditor.collect.snmp import (
-    SnmpPort,
-    SnmpResult,
-    SnmpTarget,
-    flaps_between,
-    poll,
-)
+from auditor.analyse.snmp_changes import flaps_between
+from auditor.collect.snmp import SnmpTarget, poll
 from auditor.config import Secret
 from auditor.errors import ConfigError
+from auditor.models import SnmpPort, SnmpResult
 from tests.conftest import need
 from tests.snmp_agent.launcher import Snmpd, V3User, alive, free_udp_port, unavailable_reason
 

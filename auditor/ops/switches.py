@@ -12,10 +12,11 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from auditor.analyse.snmp_changes import flaps_between
 from auditor.collect.onyx import SwitchSsh, collect_switches
-from auditor.collect.snmp import SnmpPort, SnmpResult, SnmpTarget, flaps_between, poll
+from auditor.collect.snmp import SnmpTarget, poll
 from auditor.config import Settings, SwitchSettings
-from auditor.models import PortEvent
+from auditor.models import PortEvent, SnmpPort, SnmpResult
 from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store
 
