@@ -179,19 +179,9 @@ def ingest(
 
 def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None,
                  host: str | None) -> Any:
-    import re
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     from auditor.ingest.logs import LogOptions
 
-    zone = tz or settings.logs.tz
-    try:
-        tzinfo = ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise AuditorError(f"--tz {zone!r}: unknown time zone (e.g. UTC, Europe/Paris)") from None
-    return LogOptions(year=year or settings.logs.year, tz=tzinfo,
-                      extra=[re.compile(p) for p in settings.logs.patterns],
-                      aliases=settings.aliases, host=host)
+    return LogOptions.from_settings(settings, year=year, tz=tz, host=host)
 
 
 @app.command()

@@ -27,8 +27,9 @@ from pydantic import (
     model_validator,
 )
 
-from auditor.errors import ConfigError
+from auditor.errors import AuditorError, ConfigError
 from auditor.nccl import version_key
+from auditor.timeparse import parse_span
 
 # The SNMP protocols the poller knows (auditor/collect/snmp.py maps them onto pysnmp's; a test
 # holds the two lists equal, so the config is checked without importing pysnmp).
@@ -36,7 +37,6 @@ SNMP_AUTH_PROTOCOLS = ("MD5", "SHA", "SHA224", "SHA256", "SHA384", "SHA512")
 SNMP_PRIV_PROTOCOLS = ("DES", "3DES", "AES", "AES128", "AES192", "AES256", "AES192C", "AES256C")
 SNMP_VERSIONS = ("2c", "3")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-_SPAN = re.compile(r"^\s*\d+(\.\d+)?\s*[smhdw]\s*$")
 
 
 class KeyRuleError(ValueError):
@@ -83,8 +83,10 @@ def _zone(value: str) -> str:
 
 
 def _span(value: str) -> str:
-    if not _SPAN.match(value):
-        raise ValueError("a span such as 24h or 7d")
+    try:
+        parse_span(value)  # the reader `nightly.since` goes through later: one rule
+    except AuditorError:
+        raise ValueError("a span such as 24h or 7d") from None
     return value
 
 

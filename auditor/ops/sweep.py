@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,13 +94,9 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     logs = sorted({Path(m) for pattern in settings.logs.paths
                    for m in glob.glob(pattern)})  # noqa: PTH207
     if logs:
-        from zoneinfo import ZoneInfo
-
         from auditor.ingest.logs import LogOptions, ingest_logs
 
-        opts = LogOptions(year=settings.logs.year, tz=ZoneInfo(settings.logs.tz),
-                          extra=[re.compile(p) for p in settings.logs.patterns],
-                          aliases=settings.aliases)
+        opts = LogOptions.from_settings(settings)
         for log in logs:
             try:
                 result.ingested += ingest_logs(store, [log], "auto", opts, now=moment)
