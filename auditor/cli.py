@@ -391,7 +391,7 @@ def suspects(
 
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
-    from auditor.analyse.correlate import gather, settings_from
+    from auditor.analyse.correlate import gather
     from auditor.analyse.rank import as_json, rank
     from auditor.store import utc_naive
 
@@ -401,7 +401,7 @@ def suspects(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        cfg = settings_from(settings.ranking)
+        cfg = settings.ranking
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
     data = as_json(evidence, rank(evidence, cfg), limit)
     if fmt == "json":
@@ -560,7 +560,6 @@ def report(
 
         auditor report --since 24h --out reports/today
     """
-    from auditor.analyse.correlate import settings_from
     from auditor.report.build import build_report, write_report
     from auditor.store import utc_naive
 
@@ -569,7 +568,7 @@ def report(
     with _open(settings, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                             verify_days=settings.nightly.verify_days, limit=limit,
-                            cfg=settings_from(settings.ranking))
+                            cfg=settings.ranking)
     for path in write_report(out, data):
         _out(str(path))
 
@@ -688,7 +687,6 @@ def metrics_cmd(
 
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
-    from auditor.analyse.correlate import settings_from
     from auditor.report.build import build_report
     from auditor.report.prometheus import render, write_textfile
     from auditor.store import utc_naive
@@ -698,7 +696,7 @@ def metrics_cmd(
     with _open(settings, read_only=True) as store:
         data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                             verify_days=settings.nightly.verify_days,
-                            cfg=settings_from(settings.ranking))
+                            cfg=settings.ranking)
         write_textfile(textfile, render(data, store.sources()))
     _out(str(textfile))
 

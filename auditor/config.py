@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +127,8 @@ class NightlySettings:
 
 @dataclass(frozen=True, slots=True)
 class RankingSettings:
-    """`[ranking]`: the windows and thresholds of the correlation. These are the defaults;
-    auditor.analyse.correlate.Settings takes its own from them."""
+    """`[ranking]`: the windows and thresholds of the correlation and the ranking (the one
+    settings object auditor.analyse uses; these are the defaults)."""
 
     before_minutes: float = 15.0  # a flap this long before a job died can have killed it
     after_minutes: float = 1.0  # clock skew between switches and hosts
@@ -138,6 +139,14 @@ class RankingSettings:
     common_mode_fraction: float = 0.5
     nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
     nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT when jobs set it; 0 = NCCL's default
+
+    @property
+    def before(self) -> timedelta:
+        return timedelta(minutes=self.before_minutes)
+
+    @property
+    def after(self) -> timedelta:
+        return timedelta(minutes=self.after_minutes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from auditor.analyse.correlate import Settings as CorrelateSettings
-from auditor.analyse.correlate import settings_from
+from auditor.analyse import correlate
 from auditor.cli import app
 from auditor.config import RankingSettings, load
 from auditor.errors import ConfigError
@@ -109,8 +108,8 @@ def test_defaults_are_defined_once(tmp_path: Path) -> None:
     empty.write_text("")
     settings = load(empty, None)
     assert settings.ranking == RankingSettings()
-    # The correlation's own defaults are the config's [ranking] defaults.
-    assert CorrelateSettings() == settings_from(RankingSettings())
+    # The correlation has no settings of its own: it takes [ranking] itself.
+    assert not hasattr(correlate, "Settings") and not hasattr(correlate, "settings_from")
     assert load(None, None).sweep.timeout_s == settings.sweep.timeout_s == 300.0
 
 

@@ -92,7 +92,7 @@ def test_report_renders_what_analyse_returns() -> None:
     assert _violations("report renders", "auditor.report",
                        ("auditor.report", "auditor.analyse", "auditor.models", "auditor.errors",
                         "auditor.safe_text", "auditor.outfiles", "auditor.graph",
-                        "auditor.store")) == []
+                        "auditor.store", "auditor.config")) == []
 
 
 @pytest.mark.parametrize(("lib", "only"), [

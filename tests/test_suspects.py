@@ -205,8 +205,9 @@ def test_the_ranking_is_the_same_in_every_process(realistic: tuple[Path, dict]) 
 def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -> None:
     from datetime import datetime, timedelta
 
-    from auditor.analyse.correlate import Settings, _killers
+    from auditor.analyse.correlate import _killers
     from auditor.analyse.flaps import Flap
+    from auditor.config import RankingSettings
     from auditor.nccl import DeathTime
 
     start = datetime(2026, 11, 29, 10)  # noqa: DTZ001 - the store's naive UTC
@@ -217,6 +218,6 @@ def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -
     fb = Flap(list(b), start - timedelta(minutes=1), start + timedelta(minutes=5))
     fault = (start, start + timedelta(seconds=30))
     death = DeathTime(8.6, 8.6, "test")
-    one = _killers([(a, fa), (b, fb)], set(), fault, death, start, Settings())
-    two = _killers([(b, fb), (a, fa)], set(), fault, death, start, Settings())
+    one = _killers([(a, fa), (b, fb)], set(), fault, death, start, RankingSettings())
+    two = _killers([(b, fb), (a, fa)], set(), fault, death, start, RankingSettings())
     assert [k[1] for k in one] == [k[1] for k in two] == [a, b]

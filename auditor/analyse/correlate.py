@@ -67,25 +67,6 @@ NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}
 COMMON_MODE_WINDOW = timedelta(seconds=30)
 
 
-_RANKING = RankingSettings()  # the defaults are written once, in auditor.config
-
-
-@dataclass(slots=True)
-class Settings:
-    """`[ranking]` in the units the correlation uses (settings_from); same defaults."""
-
-    # flap -> job death: NCCL timeout plus margin
-    before: timedelta = timedelta(minutes=_RANKING.before_minutes)
-    after: timedelta = timedelta(minutes=_RANKING.after_minutes)  # clock skew
-    gpus_per_node: int = _RANKING.gpus_per_node
-    symbol_errors_per_hour: float = _RANKING.symbol_errors_per_hour
-    link_error_recovery_per_hour: float = _RANKING.link_error_recovery_per_hour
-    common_mode_min_ports: int = _RANKING.common_mode_min_ports
-    common_mode_fraction: float = _RANKING.common_mode_fraction
-    nccl_version: str = _RANKING.nccl_version  # the site's NCCL when a job's log does not say
-    nccl_ib_timeout: int = _RANKING.nccl_ib_timeout  # the site's NCCL_IB_TIMEOUT (0: default)
-
-
 @dataclass(slots=True)
 class LinkEvidence:
     link: LinkKey
@@ -129,17 +110,6 @@ class Evidence:
     jobs_other: int
     jobs_unexplained: int
     names: dict[str, tuple[str, str]]
-
-
-def settings_from(r: Any) -> Settings:
-    """Correlation settings from the config's `[ranking]` (auditor.config.RankingSettings)."""
-    return Settings(before=timedelta(minutes=r.before_minutes),
-                    after=timedelta(minutes=r.after_minutes), gpus_per_node=r.gpus_per_node,
-                    symbol_errors_per_hour=r.symbol_errors_per_hour,
-                    link_error_recovery_per_hour=r.link_error_recovery_per_hour,
-                    common_mode_min_ports=r.common_mode_min_ports,
-                    common_mode_fraction=r.common_mode_fraction,
-                    nccl_version=r.nccl_version, nccl_ib_timeout=r.nccl_ib_timeout)
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -189,7 +159,7 @@ def _linked_ports(fabric: Fabric) -> dict[str, int]:
     return count
 
 
-def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: Settings) -> list[NodeEvent]:
+def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -> list[NodeEvent]:
     """Clusters of flaps on one node within COMMON_MODE_WINDOW covering enough of its ports."""
     linked = _linked_ports(fabric)
     by_node: dict[str, list[tuple[Flap, int]]] = defaultdict(list)
@@ -380,10 +350,10 @@ def _fmt_t(at: datetime) -> str:
     return at.strftime("%H:%M:%S")
 
 
-def gather(store: Store, since: datetime, until: datetime, cfg: Settings | None = None,
+def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings | None = None,
            aliases: dict[str, str] | None = None) -> Evidence:
     """All evidence for [since, until] (naive UTC)."""
-    cfg = cfg or Settings()
+    cfg = cfg or RankingSettings()
     times = store.snapshot_times(until, limit=2)
     if not times:
         raise AuditorError("no topology snapshot yet: ingest ibnetdiscover or iblinkinfo "
@@ -580,7 +550,7 @@ def _survivors(links: dict[LinkKey, LinkEvidence], jobs: list[dict[str, Any]],
 
 def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
              fault: tuple[datetime, datetime], death: DeathTime, start: datetime,
-             cfg: Settings) -> list[tuple[datetime, LinkKey, Flap]]:
+             cfg: RankingSettings) -> list[tuple[datetime, LinkKey, Flap]]:
     """The flaps that can have killed a job, earliest first (the first one started the storm):
     on its footprint, long enough for its NCCL to give up, beginning (for the job) inside the
     fault window. A link-down only a counter saw qualifies when the job's errors name that
@@ -732,4 +702,4 @@ def _votes(paths: list[list[LinkKey]]) -> dict[LinkKey, float]:
     return dict(votes)
 
 
-__all__ = ["Evidence", "LinkEvidence", "NodeEvent", "Settings", "gather"]
+__all__ = ["Evidence", "LinkEvidence", "NodeEvent", "gather"]

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent, Settings
+from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
+from auditor.config import RankingSettings
 from auditor.models import NodeType
 
 COMPONENTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
@@ -70,7 +71,7 @@ def _fmt(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") if at else "?"
 
 
-def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: Settings) -> Suspect | None:
+def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspect | None:
     points = 0.0
     evidence: list[str] = []
     real = [f for f in le.flaps if f.counted_from is None]
@@ -233,8 +234,8 @@ def _node_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
                    evidence=evidence, action=action, first_at=nev.at, last_at=nev.up_at)
 
 
-def rank(ev: Evidence, cfg: Settings | None = None) -> list[Suspect]:
-    cfg = cfg or Settings()
+def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
+    cfg = cfg or RankingSettings()
     out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg)) is not None]
     out += [_node_suspect(ev, n) for n in ev.nodes]
     out.sort(key=lambda s: (-s.points, s.first_at or ev.until))

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.analyse.correlate import settings_from
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.errors import exit_code
@@ -86,7 +85,7 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                                   aliases=settings.aliases,
                                   verify_days=settings.nightly.verify_days,
                                   limit=settings.nightly.limit,
-                                  cfg=settings_from(settings.ranking))
+                                  cfg=settings.ranking)
             sources = store.sources()
         folder = retention.dated_folder(settings.reports_dir, now)
         # Undelivered until everything is out (report, metrics): a run that fails before the

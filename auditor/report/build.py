@@ -16,8 +16,9 @@ from typing import Any
 
 from auditor import graph
 from auditor.analyse import replacements
-from auditor.analyse.correlate import Evidence, Settings, gather
+from auditor.analyse.correlate import Evidence, gather
 from auditor.analyse.rank import Suspect, as_json, rank
+from auditor.config import RankingSettings
 from auditor.models import NodeType
 from auditor.report.tables import cell_limit, to_json
 from auditor.safe_text import csv_cell
@@ -101,7 +102,7 @@ def _heatmap(ev: Evidence, bins: int = 24) -> dict[str, Any]:
 def build_report(store: Store, since: datetime, until: datetime, *,
                  aliases: dict[str, str] | None = None, verify_days: float = 7.0,
                  limit: int = 50, title: str = "InfiniBand fabric audit",
-                 cfg: Settings | None = None) -> dict[str, Any]:
+                 cfg: RankingSettings | None = None) -> dict[str, Any]:
     """Everything the report shows, as plain JSON-able data (times naive UTC in, ISO out)."""
     ev = gather(store, since, until, cfg, aliases=aliases)
     ranked: list[Suspect] = rank(ev, cfg)
