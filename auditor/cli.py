@@ -11,16 +11,43 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from auditor import config as config_mod
-from auditor.analyse import topology as fabric_mod
+from auditor import __version__
 from auditor.errors import AuditorError
-from auditor.report.tables import FORMATS, render_rows, to_json, to_table
-from auditor.safe_text import NAME_MAX, inert
 
 if TYPE_CHECKING:
     from typer import _click
 
+    from auditor import config as config_mod
     from auditor.store import Store
+
+# `auditor --help` and `--version` import only typer and this module (issue #13: 0.28-0.37 s
+# before, most of it networkx, duckdb, rich tables and pydantic pulled in by module-level
+# imports). Every command imports what it uses; tests/test_imports.py keeps it that way.
+FORMATS = ("table", "json", "csv")
+
+
+def inert(text: str, limit: int | None) -> str:
+    from auditor.safe_text import inert as _inert
+
+    return _inert(text, limit)
+
+
+def render_rows(rows: Any, fmt: str, **kwargs: Any) -> str:
+    from auditor.report.tables import render_rows as _render
+
+    return _render(rows, fmt, **kwargs)
+
+
+def to_table(rows: Any, *args: Any, **kwargs: Any) -> str:
+    from auditor.report.tables import to_table as _to_table
+
+    return _to_table(rows, *args, **kwargs)
+
+
+def to_json(data: Any) -> str:
+    from auditor.report.tables import to_json as _to_json
+
+    return _to_json(data)
 
 
 def _fail(exc: AuditorError) -> NoReturn:
@@ -46,6 +73,9 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals can hold passwords and SNMP communities
     add_completion=False,
+    # Plain help and usage errors: typer's rich formatting imports rich and markdown-it, 43 ms
+    # of a 0.12 s `auditor --help` (issue #13 asks for <= 0.12 s as a whole process).
+    rich_markup_mode=None,
     help="Find the InfiniBand cables, transceivers and switch ports that break GPU jobs.",
 )
 
@@ -64,6 +94,8 @@ AtOpt = Annotated[
 
 
 def _settings() -> config_mod.Settings:
+    from auditor import config as config_mod
+
     return config_mod.load(_state.config, _state.db)
 
 
@@ -89,6 +121,12 @@ def _out(text: str) -> None:
     typer.echo(text.rstrip("\n"))
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"auditor {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def main_options(
     db: Annotated[
@@ -100,11 +138,16 @@ def main_options(
         typer.Option("--config", "-c", help="auditor.toml (env AUDITOR_CONFIG)",
                      envvar="AUDITOR_CONFIG"),
     ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Find the InfiniBand cables, transceivers and switch ports that break GPU jobs.
 
     Example:
 
+    \b
         auditor --db fabric.duckdb topology
     """
     _state.db = db
@@ -140,12 +183,10 @@ def ingest(
 
     Example:
 
+    \b
         auditor ingest --at 2026-11-30T06:00:00Z ibnetdiscover.txt iblinkinfo.txt
-
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
-
         auditor ingest --kind sacct sacct-24h.txt
-
         auditor ingest --kind joblog --job 4242 rank0.log
     """
     from auditor.ingest.captures import ingest_files, load_node_names
@@ -190,12 +231,15 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
 
     Example:
 
+    \b
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
 
     _check_format(fmt)
+    from auditor.analyse import topology as topology_mod
+
     with _open(_settings(), read_only=True) as store:
-        data = fabric_mod.topology(store, _at(at))
+        data = topology_mod.topology(store, _at(at))
     if fmt == "json":
         _out(to_json(data))
         return
@@ -224,6 +268,8 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
 
 def _name(end: dict[str, Any]) -> str:
     # A name from the fabric, shown short enough that the port after it stays visible.
+    from auditor.safe_text import NAME_MAX
+
     return inert(end["name"], NAME_MAX)
 
 
@@ -247,12 +293,15 @@ def links(
 
     Example:
 
+    \b
         auditor links --degraded --down --format csv
     """
 
     _check_format(fmt)
+    from auditor.analyse import topology as topology_mod
+
     with _open(_settings(), read_only=True) as store:
-        rows = fabric_mod.links(store, _at(at), degraded_only=degraded, down_only=down)
+        rows = topology_mod.links(store, _at(at), degraded_only=degraded, down_only=down)
     columns = None if fmt != "table" else [
         "a_name", "a_port", "b_name", "b_port", "state", "width", "speed", "note"]
     _out(render_rows(rows, fmt, columns=columns, title="links"))
@@ -269,6 +318,7 @@ def sweep(fmt: FormatOpt = "table") -> None:
 
     Example:
 
+    \b
         auditor --config auditor.toml sweep
     """
     from auditor.collect.runner import open_runner
@@ -303,6 +353,7 @@ def sources(fmt: FormatOpt = "table") -> None:
 
     Example:
 
+    \b
         auditor sources --format json
     """
 
@@ -347,6 +398,7 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
 
     Example:
 
+    \b
         auditor flaps --since 24h --format json
     """
     from auditor.analyse import flaps as flaps_mod
@@ -387,8 +439,8 @@ def suspects(
 
     Example:
 
+    \b
         auditor suspects --since 24h --limit 10
-
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.correlate import gather
@@ -434,6 +486,7 @@ def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "ta
 
     Example:
 
+    \b
         auditor events --since 2h --format csv
     """
     from auditor.store import utc_naive
@@ -454,6 +507,7 @@ def counters(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "
 
     Example:
 
+    \b
         auditor counters --since 7d --format json
     """
     from auditor.store import utc_naive
@@ -487,6 +541,7 @@ def snmp_poll(
 
     Example:
 
+    \b
         auditor --config auditor.toml snmp poll --switch leaf01
     """
     from auditor.ops.switches import poll_snmp
@@ -508,6 +563,7 @@ def devices(fmt: FormatOpt = "table") -> None:
 
     Example:
 
+    \b
         auditor devices --format json
     """
 
@@ -531,8 +587,8 @@ def demo(
 
     Example:
 
+    \b
         auditor demo
-
         auditor --db auditor-demo.duckdb suspects --since 24h
     """
     from auditor.demo import build_demo, build_scenario_demo
@@ -558,6 +614,7 @@ def report(
 
     Example:
 
+    \b
         auditor report --since 24h --out reports/today
     """
     from auditor.report.build import build_report, write_report
@@ -587,6 +644,7 @@ def replaced(
 
     Example:
 
+    \b
         auditor replaced --link "leaf04:IB1/7" --part cable --ticket T123
     """
     from auditor.analyse.replacements import record
@@ -607,6 +665,7 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
 
     Example:
 
+    \b
         auditor replacements --format json
     """
     from auditor.analyse.replacements import status
@@ -637,6 +696,7 @@ def nightly_cmd(
 
     Example:
 
+    \b
         30 2 * * * cd /srv/auditor && .venv/bin/auditor --config auditor.toml nightly
     """
     import logging
@@ -685,6 +745,7 @@ def metrics_cmd(
 
     Example:
 
+    \b
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
     from auditor.report.build import build_report
@@ -750,8 +811,8 @@ def simulate(
 
     Example:
 
+    \b
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
-
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate

@@ -16,13 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from auditor.safe_text import NAME_MAX, TEXT_MAX, cell_text, csv_cell, inert
-
-FORMATS = ("table", "json", "csv")
 
 
 def _default(value: Any) -> Any:
@@ -59,6 +53,11 @@ def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None)
 def to_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
              title: str | None = None, width: int | None = None) -> str:
     """A text table laid out for `width` columns (default: the terminal's, at least 100)."""
+    # rich costs 30 ms to import; JSON and CSV output never need it (issue #13)
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     width = width or max(100, shutil.get_terminal_size((160, 40)).columns)
     cols = list(columns or (rows[0].keys() if rows else []))
     table = Table(title=Text(inert(title)) if title is not None else None, show_lines=False,

@@ -1,0 +1,53 @@
+"""The start-up rule of issue #13: the command line imports only what a command uses.
+
+`import auditor.cli` (what every command, `--help` and `--version` pay) must not import the
+heavy libraries; each command imports its own. Checked on a fresh interpreter with
+`-X importtime`, which lists every module it imports, so nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("networkx", "duckdb", "matplotlib", "jinja2", "pysnmp", "paramiko", "netmiko",
+         "numpy", "pydantic")
+
+
+def _imported(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                         capture_output=True, text=True, check=True)
+    names = set()
+    for line in out.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip())
+    assert "auditor.cli" in names or "auditor" in names  # the listing is what we think it is
+    return names
+
+
+def _top(names: set[str]) -> set[str]:
+    return {n.split(".")[0] for n in names}
+
+
+def test_import_cli_pulls_in_no_heavy_library() -> None:
+    heavy = _top(_imported("import auditor.cli")) & set(HEAVY)
+    assert heavy == set()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["ingest", "--help"],
+                                  ["suspects", "--help"]])
+def test_help_and_version_import_no_heavy_library(argv: list[str]) -> None:
+    code = ("import sys\nimport auditor.cli as c\n"
+            f"sys.argv = ['auditor', *{argv!r}]\n"
+            "try:\n    c.main()\nexcept SystemExit:\n    pass\n")
+    heavy = _top(_imported(code)) & set(HEAVY)
+    assert heavy == set()
+
+
+def test_a_command_still_imports_what_it_uses() -> None:
+    """The rule is about start-up: the listing does show a library once a command needs it
+    (otherwise the two tests above would pass on a broken listing)."""
+    code = "import auditor.cli\nimport auditor.store\n"
+    assert "duckdb" in _top(_imported(code))
