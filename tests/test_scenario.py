@@ -1,4 +1,4 @@
-"""The seeded scenario generator (auditor/simulate/scenario.py): same seed -> same bytes, every
+"""The seeded scenario generator (auditor/simulate/scenario/): same seed -> same bytes, every
 file reads with the project's real parsers, the topology has the requested size, and the ground
 truth agrees with what the files show. Small fabrics, so the module runs in a few seconds."""
 

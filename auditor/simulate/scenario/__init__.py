@@ -1,0 +1,80 @@
+"""Seeded synthetic scenarios: a fat-tree fabric, a window of faults, and the files they leave.
+
+For tests, the demo and the ranking benchmark; `auditor simulate` (and `auditor demo`) import
+it when run, no other command does.
+
+    truth = generate(tmp_path, seed=7, spines=4, leaves=8, hosts_per_leaf=4)
+
+writes, in the formats the auditor's parsers read (provenance next to each writer):
+
+    topology/ibnetdiscover.txt           default ibnetdiscover form, taken before any fault
+    logs/switches.log                    Onyx port events through rsyslog's RFC 3339 file format,
+                                         plus sshd/ntpd/cli/config noise (none from the
+                                         `lost_switch_logs` switches)
+    counters/ibqueryerrors-HHMM.txt      cumulative counter snapshots every `snapshot_every_h`
+                                         (`ibqueryerrors-YYYYMMDD-HHMM.txt` when days > 1)
+    jobs/sacct.txt                       `sacct -P -X` with AllocTRES, hostlist-compressed nodes
+                                         (`sacct -P` with step lines when `sacct_steps`)
+    jobs/logs/<jobid>.log                NCCL / PyTorch / torchelastic / CUDA lines of every
+                                         FAILED job (`<jobid>` as sacct prints it)
+    hosts                                /etc/hosts form: the IPoIB (ib0) address of each host
+    maintenance.csv                      target,start,end,reason of the re-imaged hosts
+    truth.json                           `GroundTruth.to_json()`: everything that was injected
+
+The parts; each module imports only modules listed above it:
+
+    clock.py       the scenario clock and its stamps
+    releases.py    NCCL release facts: versions, default NCCL_IB_TIMEOUT, time to a dead link
+    options.py     `Scenario` and `ScenarioOptions`, node and switch models, fault names
+    truth.py       `GroundTruth` and its records (truth.json)
+    fabric.py      the fat tree or rails: names, GUIDs, LIDs, links; ibnetdiscover, site files
+    faults.py      the fault plan, the counters it moves, the switches whose logs are lost
+    formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
+    jobs.py        placement, each job's fate, sacct
+    generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
+
+Everything derives from the seed and the window start: same arguments, same bytes. Formatting
+options draw from streams of their own: a job's fate does not depend on `info_share`,
+`nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
+"""
+
+from __future__ import annotations
+
+from auditor.simulate.scenario.generator import REALISTIC, generate, write_scenario
+from auditor.simulate.scenario.options import DEFAULT_START, Scenario, ScenarioOptions
+from auditor.simulate.scenario.releases import ib_timeout_default, nccl_death_s
+from auditor.simulate.scenario.truth import (
+    BadCable,
+    End,
+    FlapRecord,
+    GroundTruth,
+    Interval,
+    Maintenance,
+    NetworkFailedJob,
+    OtherJob,
+    Reporter,
+    Snapshot,
+    SwitchReboot,
+)
+
+__all__ = [
+    "DEFAULT_START",
+    "REALISTIC",
+    "BadCable",
+    "End",
+    "FlapRecord",
+    "GroundTruth",
+    "Interval",
+    "Maintenance",
+    "NetworkFailedJob",
+    "OtherJob",
+    "Reporter",
+    "Scenario",
+    "ScenarioOptions",
+    "Snapshot",
+    "SwitchReboot",
+    "generate",
+    "ib_timeout_default",
+    "nccl_death_s",
+    "write_scenario",
+]

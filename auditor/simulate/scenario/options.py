@@ -1,0 +1,203 @@
+"""What a scenario is made of: `Scenario` (every argument that determines its files),
+`ScenarioOptions` (its fields for `generate(**options)`), the node and switch models and the
+names of the faults."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypedDict
+
+from auditor.simulate.scenario.clock import _iso
+from auditor.simulate.scenario.releases import parse_nccl_version
+
+DEFAULT_START = datetime(2026, 11, 29, tzinfo=UTC)
+GPUS_PER_NODE = 8
+CPUS_PER_NODE = 112
+MEM_GB_PER_NODE = 1800
+MAX_SWITCH_PORTS = 254
+
+# model -> (PCI device id, ibnetdiscover NumPorts incl. port 0, link speed, HCA device id)
+_MODELS: dict[str, tuple[int, int, str, int]] = {
+    "MQM8700": (0xD2F0, 41, "HDR", 0x101B),  # Quantum HDR, ConnectX-6
+    "MQM9700": (0xD2F2, 65, "NDR", 0x1021),  # Quantum-2 NDR, ConnectX-7
+}
+_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,30}")
+
+FAULT_FREQUENT = "frequent_flaps"
+FAULT_RARE = "rare_long_flaps"
+FAULT_SYMBOL = "symbol_errors"
+CAUSE_REBOOT = "switch_reboot"
+CAUSE_MAINTENANCE = "maintenance"
+CAUSE_RESEAT = "reseat"
+
+
+class ScenarioOptions(TypedDict, total=False):
+    """`Scenario` fields other than the size and seed, for `generate(**options)`."""
+
+    start: datetime
+    hcas_per_host: int
+    host_prefix: str
+    leaf_prefix: str
+    spine_prefix: str
+    switch_model: str
+    domain: str
+    frequent_flappers: int | None
+    rare_flappers: int | None
+    symbol_error_cables: int | None
+    switch_reboots: int
+    reimaged_hosts: int | None
+    reseat_flaps: int | None
+    jobs_per_day: int | None
+    non_network_failure_rate: float
+    cancel_rate: float
+    noise_per_switch_per_day: float
+    snapshot_every_h: float
+    max_clock_skew_s: float
+    nccl_versions: tuple[str, ...]
+    ib_timeouts: tuple[int | None, ...]
+    info_share: float
+    nccl_stamps: bool
+    channel_lines: bool | None
+    launcher_prefixes: bool
+    sacct_steps: bool
+    lost_switch_logs: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """Everything that determines a scenario's files; see the docstrings of the package and of
+    its fabric, faults, formats and jobs modules."""
+
+    seed: int
+    spines: int
+    leaves: int
+    hosts_per_leaf: int
+    days: float = 1.0
+    start: datetime = DEFAULT_START
+    hcas_per_host: int = 1
+    host_prefix: str = "node"
+    leaf_prefix: str = "leaf"
+    spine_prefix: str = "spine"
+    switch_model: str = "MQM8700"
+    domain: str = "cluster.internal"  # torchelastic prints the agent's FQDN
+    # Fault counts; None = scaled to the fabric (`fault_counts`).
+    frequent_flappers: int | None = None
+    rare_flappers: int | None = None
+    symbol_error_cables: int | None = None
+    switch_reboots: int = 1
+    reimaged_hosts: int | None = None
+    reseat_flaps: int | None = None
+    jobs_per_day: int | None = None  # None: about 75 % utilisation
+    non_network_failure_rate: float = 0.06  # share of jobs that die of OOM or an Xid
+    cancel_rate: float = 0.03
+    noise_per_switch_per_day: float = 24.0
+    snapshot_every_h: float = 4.0
+    max_clock_skew_s: float = 2.0
+    # Job evidence (see "Job logs" in the module docstring). Each job draws its NCCL release and
+    # NCCL_IB_TIMEOUT (None: the release's default, not printed; a number: set by environment,
+    # printed at INFO); a link down longer than the job's death time kills it.
+    nccl_versions: tuple[str, ...] = ("2.28.7",)
+    ib_timeouts: tuple[int | None, ...] = (18,)
+    info_share: float = 1.0  # share of jobs run with NCCL_DEBUG=INFO; the others with WARN
+    nccl_stamps: bool = True  # False: NCCL_DEBUG_TIMESTAMP_LEVELS=none (no WARN stamps >= 2.26)
+    channel_lines: bool | None = None  # per-GPU Using/Channel lines at INFO; None: NCCL < 2.22
+    launcher_prefixes: bool = False  # one launcher style per job log: srun -l, torchrun, ts, CRI
+    sacct_steps: bool = False  # sacct without -X: steps, a few array tasks and a het job
+    lost_switch_logs: int = 0  # switches whose lines are missing from logs/switches.log
+
+    def __post_init__(self) -> None:
+        for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Scenario.{name} must be >= 1")
+        if self.hcas_per_host > GPUS_PER_NODE:
+            raise ValueError(f"hcas_per_host (rails) must be <= {GPUS_PER_NODE}, one per GPU")
+        if self.leaves % self.hcas_per_host:
+            raise ValueError("leaves must be a multiple of hcas_per_host (one leaf per rail)")
+        if self.hosts < 2:
+            raise ValueError("a scenario needs at least 2 hosts (jobs span 2+ nodes)")
+        if self.hosts_per_leaf + self.spines > MAX_SWITCH_PORTS or self.leaves > MAX_SWITCH_PORTS:
+            raise ValueError(f"switches have at most {MAX_SWITCH_PORTS} ports")
+        if not 0.25 <= self.days <= 31:
+            raise ValueError("days must be in [0.25, 31]")
+        if self.start.tzinfo is None:
+            raise ValueError("start must be timezone-aware")
+        for name in ("host_prefix", "leaf_prefix", "spine_prefix"):
+            if not _NAME_RE.fullmatch(getattr(self, name)):
+                raise ValueError(f"Scenario.{name} must match {_NAME_RE.pattern}")
+        if self.leaf_prefix == self.spine_prefix:
+            raise ValueError("leaf_prefix and spine_prefix must differ")
+        if self.switch_model not in _MODELS:
+            raise ValueError(f"switch_model must be one of {sorted(_MODELS)}")
+        for name in ("non_network_failure_rate", "cancel_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"Scenario.{name} must be in [0, 1]")
+        # Lists from callers become tuples, so the scenario stays hashable and prints the same.
+        object.__setattr__(self, "nccl_versions", tuple(self.nccl_versions))
+        object.__setattr__(self, "ib_timeouts", tuple(self.ib_timeouts))
+        if not self.nccl_versions or not self.ib_timeouts:
+            raise ValueError("nccl_versions and ib_timeouts must not be empty")
+        for version in self.nccl_versions:
+            parse_nccl_version(version)
+        for timeout in self.ib_timeouts:
+            if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int)
+                                        or not 1 <= timeout <= 31):
+                raise ValueError("ib_timeouts must be None or NCCL_IB_TIMEOUT values in 1..31")
+        if not 0.0 <= self.info_share <= 1.0:
+            raise ValueError("Scenario.info_share must be in [0, 1]")
+        if not 0 <= self.lost_switch_logs <= self.spines + self.leaves:
+            raise ValueError("lost_switch_logs must be between 0 and the number of switches")
+        if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0:
+            raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
+        if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
+            raise ValueError("rates and counts must be >= 0")
+        if self.switch_reboots > self.spines + self.leaves:
+            raise ValueError("more switch reboots than switches")
+        counts = self.fault_counts()
+        if min(counts.values()) < 0:
+            raise ValueError("fault counts must be >= 0")
+        cables = sum(counts[k] for k in (FAULT_FREQUENT, FAULT_RARE, FAULT_SYMBOL, CAUSE_RESEAT))
+        if cables > (self.host_links + self.switch_links) // 2:
+            raise ValueError("too many faulty cables for this fabric")
+        if counts[CAUSE_MAINTENANCE] > max(1, self.hosts // 4):
+            raise ValueError("too many re-imaged hosts for this fabric")
+
+    @property
+    def hosts(self) -> int:
+        return self.leaves // self.hcas_per_host * self.hosts_per_leaf
+
+    @property
+    def host_links(self) -> int:
+        return self.hosts * self.hcas_per_host
+
+    @property
+    def switch_links(self) -> int:
+        return self.leaves * self.spines
+
+    @property
+    def end(self) -> datetime:
+        return self.start.astimezone(UTC) + timedelta(days=self.days)
+
+    def fault_counts(self) -> dict[str, int]:
+        """Fault counts with the None ones scaled to the fabric (about one per 1,000 links)."""
+        links = self.host_links + self.switch_links
+
+        def pick(value: int | None, default: int) -> int:
+            return default if value is None else value
+
+        return {
+            FAULT_FREQUENT: pick(self.frequent_flappers, max(1, links // 1000)),
+            FAULT_RARE: pick(self.rare_flappers, max(1, links // 1500)),
+            FAULT_SYMBOL: pick(self.symbol_error_cables, max(1, links // 1000)),
+            CAUSE_REBOOT: self.switch_reboots,
+            CAUSE_MAINTENANCE: pick(self.reimaged_hosts, max(1, self.hosts // 200)),
+            CAUSE_RESEAT: pick(self.reseat_flaps, max(2, links // 500)),
+        }
+
+    def params(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["start"] = _iso(self.start.astimezone(UTC))
+        out["nccl_versions"] = list(self.nccl_versions)
+        out["ib_timeouts"] = list(self.ib_timeouts)
+        return out

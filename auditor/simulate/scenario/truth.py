@@ -1,0 +1,182 @@
+"""The ground truth: what `generate` injected, as truth.json holds it (`GroundTruth.to_json()`),
+and the records it is made of: link ends, flaps, bad cables, switch reboots, maintenance,
+failed jobs and the hosts that reported them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from auditor.simulate.scenario.clock import _iso
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """One end of a link. Switch ends carry the Onyx label, HCA ends the device and port GUID."""
+
+    kind: str  # "switch" or "hca"
+    name: str  # switch name or host name
+    guid: str  # node GUID, 0x + 16 hex digits
+    port: int
+    port_name: str | None = None  # IB1/<port>
+    device: str | None = None  # mlx5_N
+    port_guid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    down_at: datetime
+    up_at: datetime
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class FlapRecord:
+    link: str
+    ends: tuple[End, ...]
+    down_at: datetime  # physical time (UTC); switch stamps add their clock skew
+    up_at: datetime
+    duration_s: float
+    cause: str  # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat
+    logged_by: tuple[str, ...]  # switches whose log lines show it
+
+
+@dataclass(frozen=True, slots=True)
+class BadCable:
+    link: str
+    kind: str  # "host" (HCA - leaf) or "switch" (leaf - spine)
+    fault: str  # frequent_flaps, rare_long_flaps, symbol_errors
+    cause: str  # "cable", or "transceiver" when the symbol errors show on one end only
+    ends: tuple[End, End]
+    flaps: tuple[Interval, ...]
+    symbol_error_ends: tuple[int, ...] = ()  # indices into `ends` whose symbol errors rise
+    symbol_onset: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchReboot:
+    name: str
+    guid: str
+    tier: str  # "leaf" or "spine"
+    at: datetime  # first port down
+    up_at: datetime  # last port up
+    links: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Maintenance:
+    target: str  # host name, as in maintenance.csv
+    start: datetime
+    end: datetime
+    reason: str
+    links: tuple[str, ...]
+    flaps: tuple[Interval, ...]  # per HCA link: each reboot flaps every rail of the host
+
+
+@dataclass(frozen=True, slots=True)
+class Reporter:
+    """A host whose NCCL log names the other side of the break."""
+
+    host: str
+    hca: str
+    peer_host: str
+    peer_ip: str
+    at: datetime
+    cuda_dev: int  # the [cudaDev] of the NCCL line: a GPU on the HCA's rail
+    rank: int  # global rank of that process (node index x 8 + cudaDev)
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkFailedJob:
+    job_id: str  # as sacct prints it (`123`, or `123_7` for an array task)
+    nodes: tuple[str, ...]
+    start: datetime
+    error_at: datetime  # first NCCL completion error
+    end: datetime
+    culprit_link: str
+    culprit_cause: str  # the fault (or event) of the culprit flap
+    flap_down_at: datetime
+    flap_up_at: datetime
+    reporters: tuple[Reporter, ...]
+    nccl_version: str  # the release the job ran (its log's wording and stamps follow it)
+    ib_timeout: int  # NCCL_IB_TIMEOUT in effect
+    ib_timeout_set: bool  # set by environment (printed at INFO), else the release's default
+    death_s: float  # 4.096 us x 2^ib_timeout x (retry count 7 + 1): shorter flaps are survived
+    rail: int  # the rail of the connection that broke; reporters name its HCA
+    hca: str  # mlx5_<rail>
+    nccl_debug: str  # "INFO" or "WARN"
+    launcher: str  # prefix style of the log: none, srun, torchrun, ts, cri
+
+
+@dataclass(frozen=True, slots=True)
+class OtherJob:
+    """A job that failed for a non-network reason (oom, xid) or was cancelled."""
+
+    job_id: str
+    nodes: tuple[str, ...]
+    start: datetime
+    end: datetime
+    state: str
+    kind: str  # "oom", "xid" or "cancelled"
+    host: str | None = None  # where the GPU error happened
+    xid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    file: str  # relative to the scenario directory
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruth:
+    """What `generate` injected; `to_json()` is written to truth.json (schema 1).
+
+    Links are named `<host>/<mlx5_N>:1=<leaf>:<port>` (HCA end first) or
+    `<leaf>:<port>=<spine>:<port>`; `ends` give both as name, node GUID, port (+ the Onyx label
+    of a switch port, the device and port GUID of an HCA). Times are physical UTC; switch log
+    stamps add `clock_skew_s`. `flaps` holds every injected flap, each fault record its own;
+    `logged_by` leaves out the `lost_switch_logs`.
+    """
+
+    seed: int
+    scenario: dict[str, Any]
+    window_start: datetime
+    window_end: datetime
+    topology_at: datetime
+    fabric: dict[str, int]  # switches, spines, leaves, hosts, hcas, links, host_links, ...
+    clock_skew_s: dict[str, float]  # switch name -> its clock minus true time
+    snapshots: tuple[Snapshot, ...]
+    bad_cables: tuple[BadCable, ...]
+    switch_reboots: tuple[SwitchReboot, ...]
+    maintenance: tuple[Maintenance, ...]
+    reseat_flaps: tuple[FlapRecord, ...]
+    flaps: tuple[FlapRecord, ...]  # every injected flap, sorted by time
+    jobs_total: int
+    job_states: dict[str, int]
+    network_failed_jobs: tuple[NetworkFailedJob, ...]
+    non_network_failed_jobs: tuple[OtherJob, ...]
+    cancelled_jobs: tuple[OtherJob, ...]
+    # Jobs that outlived a flap on their footprint longer than 7 s but not longer than their
+    # death time (a long NCCL_IB_TIMEOUT rides it out).
+    survived_long_flaps: int = 0
+    lost_switch_logs: tuple[str, ...] = ()  # switches with no line in logs/switches.log
+    array_jobs: tuple[str, ...] = ()  # sacct JobIDs of array tasks (`123_7`), sacct_steps only
+    het_jobs: tuple[str, ...] = ()  # het job ids (`123` of `123+0`, `123+1`), sacct_steps only
+    schema: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON types: datetimes as ISO 8601 UTC with `Z`, tuples as lists."""
+        data = asdict(self)
+        return {"schema": data.pop("schema"), **_jsonable(data)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return _iso(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
