@@ -329,3 +329,49 @@ class SnmpChange:
     kind: ChangeKind
     at_estimate: datetime | None
     detail: str
+
+
+# -- transceiver diagnostics (issue #14) ------------------------------------------------------
+
+# The quantities a module's diagnostics report, in the units every parser converts to.
+OPTICS_QUANTITIES = ("temperature_c", "vcc_v", "tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
+
+
+@dataclass(frozen=True, slots=True)
+class LaneReading:
+    """One lane of a module at one moment; None: the module does not report it."""
+
+    lane: int  # 1-based, as the tools print it
+    tx_bias_ma: float | None = None
+    tx_power_dbm: float | None = None
+    rx_power_dbm: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """A module's own alarm and warning limits for one quantity. A limit the module reports as
+    0 (or not at all) is None: "no limit", never a limit of 0."""
+
+    low_alarm: float | None = None
+    low_warning: float | None = None
+    high_warning: float | None = None
+    high_alarm: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpticsReading:
+    """What one transceiver's diagnostics (DDM/DOM) said at one moment: Onyx `show interfaces
+    ib <port> transceiver diagnostics`, `mlxlink -m`, `ethtool -m` or SNMP. Powers in dBm
+    (mW converted by the parser), bias in mA, temperature in Celsius, Vcc in volts."""
+
+    device: str  # the switch or host it sits in
+    port_name: str  # as the device names the port: IB1/17, mlx5_0/1, ib0
+    read_at: datetime
+    vendor: str | None = None
+    part_number: str | None = None
+    serial_number: str | None = None
+    firmware: str | None = None
+    temperature_c: float | None = None
+    vcc_v: float | None = None
+    lanes: tuple[LaneReading, ...] = ()
+    thresholds: dict[str, Thresholds] = field(default_factory=dict)  # OPTICS_QUANTITIES key

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,10 +25,12 @@ from auditor.models import (
     HostAddress,
     Job,
     JobError,
+    LaneReading,
     Link,
     Location,
     MaintenanceWindow,
     NodeType,
+    OpticsReading,
     Port,
     PortEvent,
 )
@@ -303,6 +305,7 @@ class Store:
                       "source_forget_job_errors", "source_forget_job_logs",
                       "source_forget_host_addresses", "source_forget_maintenance",
                       "source_forget_inventory", "source_forget_port_labels",
+                      "source_forget_optics_readings", "source_forget_optics_thresholds",
                       "source_forget_sources"):
             self.run(query, source_ids=list(source_ids))
 
@@ -425,6 +428,12 @@ class Store:
         fab.links = self.fabric_links(at)
         return fab
 
+    def fabric_links_changed(self, seen_at: datetime, prev_at: datetime) -> list[Link]:
+        """The links of the snapshot at `prev_at` that ran at another width or speed than in
+        the snapshot at `seen_at`."""
+        return [Link(*row) for row in self.run("fabric_links_changed", seen_at=utc_naive(seen_at),
+                                               prev_at=utc_naive(prev_at))]
+
     def fabric_links(self, seen_at: datetime) -> list[Link]:
         """The links of the snapshot taken at `seen_at`, each once."""
         return [Link(*row) for row in self.run("fabric_links", seen_at=utc_naive(seen_at))]
@@ -523,6 +532,55 @@ class Store:
     def transceivers(self) -> list[dict[str, Any]]:
         return self.run_dicts("transceivers_latest")
 
+    # -- transceiver diagnostics (issue #14) -----------------------------------------------------
+
+    def add_optics(self, source_id: int, readings: Sequence[OpticsReading],
+                   placed: Sequence[tuple[str | None, int | None]] | None = None) -> None:
+        """Store module readings, one row per lane, and their thresholds, in two statements.
+        `placed` gives each reading's (GUID, port) when the topology places it."""
+        if not readings:
+            return
+        where = placed or [(None, None)] * len(readings)
+        rows: list[tuple[OpticsReading, str | None, int | None, LaneReading | None]] = []
+        for r, (guid, port) in zip(readings, where, strict=True):
+            rows.extend((r, guid, port, lane) for lane in (r.lanes or (None,)))
+        self.run("optics_readings_insert", source_id=source_id,
+                 read_at=[utc_naive(r.read_at) for r, _, _, _ in rows],
+                 device=[r.device for r, _, _, _ in rows],
+                 port_name=[r.port_name for r, _, _, _ in rows],
+                 guid=[g for _, g, _, _ in rows], port=[p for _, _, p, _ in rows],
+                 vendor=[r.vendor for r, _, _, _ in rows],
+                 part_number=[r.part_number for r, _, _, _ in rows],
+                 serial_number=[r.serial_number for r, _, _, _ in rows],
+                 firmware=[r.firmware for r, _, _, _ in rows],
+                 temperature_c=[r.temperature_c for r, _, _, _ in rows],
+                 vcc_v=[r.vcc_v for r, _, _, _ in rows],
+                 lane=[ln.lane if ln else None for _, _, _, ln in rows],
+                 tx_bias_ma=[ln.tx_bias_ma if ln else None for _, _, _, ln in rows],
+                 tx_power_dbm=[ln.tx_power_dbm if ln else None for _, _, _, ln in rows],
+                 rx_power_dbm=[ln.rx_power_dbm if ln else None for _, _, _, ln in rows])
+        limits = [(r, q, t) for r in readings for q, t in sorted(r.thresholds.items())]
+        if limits:
+            self.run("optics_thresholds_insert", source_id=source_id,
+                     read_at=[utc_naive(r.read_at) for r, _, _ in limits],
+                     device=[r.device for r, _, _ in limits],
+                     port_name=[r.port_name for r, _, _ in limits],
+                     serial_number=[r.serial_number for r, _, _ in limits],
+                     quantity=[q for _, q, _ in limits],
+                     low_alarm=[t.low_alarm for _, _, t in limits],
+                     low_warning=[t.low_warning for _, _, t in limits],
+                     high_warning=[t.high_warning for _, _, t in limits],
+                     high_alarm=[t.high_alarm for _, _, t in limits])
+
+    def optics_readings(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Every lane reading in the window, oldest first per module and lane."""
+        return self.run_dicts("optics_readings_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def optics_thresholds(self) -> list[dict[str, Any]]:
+        """The newest thresholds of each module and quantity."""
+        return self.run_dicts("optics_thresholds_latest")
+
     # -- jobs -----------------------------------------------------------------------------------
 
     def add_jobs(self, source_id: int, jobs: Sequence[Job]) -> None:
@@ -543,8 +601,21 @@ class Store:
             self.run("job_nodes_insert", job_id=[p[0] for p in pairs],
                      start_at=[p[1] for p in pairs], host=[p[2] for p in pairs])
 
-    def jobs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("jobs_window", since=utc_naive(since), until=utc_naive(until))
+    def jobs_ended(self, since: datetime, until: datetime, states: Iterable[str]
+                   ) -> list[dict[str, Any]]:
+        """Jobs that ended in the window in one of `states`, with their hosts, by end time."""
+        return self.run_dicts("jobs_ended_window", since=utc_naive(since),
+                              until=utc_naive(until), states=sorted(states))
+
+    def jobs_during(self, since: datetime, until: datetime,
+                    spans: Sequence[tuple[datetime, datetime]]) -> list[dict[str, Any]]:
+        """Jobs of the window that had started and were running during one of `spans`, with
+        their hosts, by end time."""
+        if not spans:
+            return []
+        return self.run_dicts("jobs_during", since=utc_naive(since), until=utc_naive(until),
+                              span_lo=[utc_naive(lo) for lo, _ in spans],
+                              span_hi=[utc_naive(hi) for _, hi in spans])
 
     def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
                        ) -> None:

@@ -1,4 +1,4 @@
-"""Fixture, rule, conversion and fuzz tests for the job-log parser (auditor/parse/joblog.py).
+"""Fixture, rule, conversion and fuzz tests for the job-log parser (auditor/parse/joblog/).
 
 Every `tests/fixtures/joblog/<case>.txt` holds lines copied verbatim from a public log (the
 `.json` "about" names the sources) and is parsed with its terminators using the "params" of
