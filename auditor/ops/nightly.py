@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from auditor.analyse.audit import audit
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.errors import exit_code
@@ -81,12 +82,11 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                     log.error("source failed: %s: %s", c["command"], c["detail"])
         with steps.step("suspects and report"), \
                 Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
-            report = build_report(store, utc_naive(start), utc_naive(end),
-                                  aliases=settings.aliases,
-                                  verify_days=settings.nightly.verify_days,
-                                  limit=settings.nightly.limit,
-                                  cfg=settings.ranking)
+            audited = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                            verify_days=settings.nightly.verify_days,
+                            limit=settings.nightly.limit, cfg=settings.ranking)
             sources = store.sources()
+            report = build_report(audited)
         folder = retention.dated_folder(settings.reports_dir, now)
         # Undelivered until everything is out (report, metrics): a run that fails before the
         # end leaves the mark, and the next run still counts these suspects as new.
