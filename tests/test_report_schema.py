@@ -1,12 +1,14 @@
-"""The audit (auditor/analyse/audit.py) and the report document built from it: where a
-suspect's ends are, what part sits in them, which devices were audited, and a report.json that
-renders the same page."""
+"""The audit (auditor/analyse/audit.py) and the report document built from it
+(auditor/report/schema.py): where a suspect's ends are, what part sits in them, which devices
+were audited, and a report.json that is the typed document and renders the same page."""
 
 from __future__ import annotations
 
 import json
+import types
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +19,7 @@ from auditor.demo import build_demo
 from auditor.models import Location
 from auditor.report.build import build_report, replacements_csv, write_report
 from auditor.report.html import render_html
+from auditor.report.schema import Report
 from auditor.store import SourceMeta, Store, utc_naive
 
 SINCE = datetime(2026, 11, 27, 3, tzinfo=UTC)
@@ -60,6 +63,37 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Audit:
         return audit(store, utc_naive(SINCE), utc_naive(UNTIL), limit=4)
 
 
+def _mismatches(value: object, tp: object, path: str = "report") -> list[str]:
+    """Where a JSON value differs from a type of the schema: missing or extra keys, wrong
+    types. (pydantic checks typing.TypedDict only from Python 3.12 on.)"""
+    origin, args = get_origin(tp), get_args(tp)
+    if is_typeddict(tp):
+        hints = get_type_hints(tp)
+        if not isinstance(value, dict) or set(value) != set(hints):
+            return [f"{path}: keys {sorted(value) if isinstance(value, dict) else value!r}, "
+                    f"schema {sorted(hints)}"]
+        return [m for key, t in hints.items() for m in _mismatches(value[key], t,
+                                                                   f"{path}.{key}")]
+    if origin in (Union, types.UnionType):
+        found = [_mismatches(value, arm, path) for arm in args]
+        return [] if any(not m for m in found) else [m for ms in found for m in ms]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{path}: {value!r} is not a list"]
+        return [m for i, v in enumerate(value) for m in _mismatches(v, args[0], f"{path}[{i}]")]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{path}: {value!r} is not an object"]
+        return [m for k, v in value.items() for m in _mismatches(v, args[1], f"{path}.{k}")]
+    if origin is Literal:
+        return [] if value in args else [f"{path}: {value!r} not one of {args}"]
+    if tp is type(None):
+        return [] if value is None else [f"{path}: {value!r} is not null"]
+    allowed = (int, float) if tp is float else tp  # JSON writes 2.0 as 2.0, but 0 stays 0
+    ok = isinstance(value, allowed) and (tp is bool or not isinstance(value, bool))
+    return [] if ok else [f"{path}: {value!r} is not {tp}"]
+
+
 def _finding_of(audited: Audit, guid: str) -> int:
     return next(i for i, f in enumerate(audited.findings) if guid in {p.guid for p in f.ends})
 
@@ -93,10 +127,12 @@ def test_the_whole_window(audited: Audit) -> None:
     assert audited.tracking == []
 
 
-def test_report_json_is_all_the_page_needs(audited: Audit, tmp_path: Path) -> None:
+def test_report_json_is_the_typed_document(audited: Audit, tmp_path: Path) -> None:
     report = build_report(audited)
     write_report(tmp_path, report)
     loaded = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    # Every key of the schema with its type, and no other key.
+    assert _mismatches(loaded, Report) == []
     assert loaded == json.loads(json.dumps(report))
     # The page and the technician's CSV are drawn from that document alone.
     assert render_html(loaded) == (tmp_path / "report.html").read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ code that says what happened (the table is in auditor.errors).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,13 +114,13 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
 
 
 
-def _suspect_key(suspect: dict[str, Any]) -> tuple[str, frozenset[tuple[str, Any]]]:
+def _suspect_key(suspect: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, Any]]]:
     ends = frozenset((str(e.get("name")), e.get("port")) for e in suspect.get("ends", []))
     return str(suspect.get("component")), ends
 
 
-def new_suspects(previous: dict[str, Any] | None,
-                 current: dict[str, Any]) -> list[dict[str, Any]]:
+def new_suspects(previous: Mapping[str, Any] | None,
+                 current: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Suspects of `current` (a `rank.as_json` document) that `previous` did not have, in
     `current`'s order. A suspect is its component plus the set of its ends (name, port), so
     rank, score and evidence changing do not make it new; the ends' order does not matter; a

@@ -1,8 +1,8 @@
 """The report: what the technician works from and what the operator reads in the morning.
 
-`build_report` writes one dict (the content of report.json) from an audit
-(auditor/analyse/audit.py); `write_report` writes replacements.csv (one row per action, best
-first), report.json and a self-contained report.html from it.
+`build_report` writes the report document (auditor/report/schema.py, the content of
+report.json) from an audit (auditor/analyse/audit.py); `write_report` writes replacements.csv
+(one row per action, best first), report.json and a self-contained report.html from it.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import csv
 import io
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
+from auditor.report import schema
 from auditor.report.tables import cell_limit, to_json
 from auditor.safe_text import csv_cell
 
@@ -30,18 +31,22 @@ CSV_COLUMNS = [
 
 @overload
 def _iso(at: datetime) -> str: ...
+
+
 @overload
 def _iso(at: None) -> None: ...
+
+
 def _iso(at: datetime | None) -> str | None:
     return at.isoformat(timespec="seconds") + "Z" if at else None
 
 
-def _end(place: Place) -> dict[str, Any]:
+def _end(place: Place) -> schema.End:
     return {"name": place.name, "guid": place.guid, "port": place.port, "label": place.label,
             "site": place.site, "row": place.row, "rack": place.rack, "u": place.u}
 
 
-def _replacement(f: Finding, s: SuspectJSON) -> dict[str, Any]:
+def _replacement(f: Finding, s: SuspectJSON) -> schema.Replacement:
     ends = [_end(p) for p in f.ends]
     return {
         "priority": s["rank"], "verdict": s["component"], "score": s["score"],
@@ -54,7 +59,7 @@ def _replacement(f: Finding, s: SuspectJSON) -> dict[str, Any]:
     }
 
 
-def _timeline(f: Finding) -> dict[str, Any]:
+def _timeline(f: Finding) -> schema.Timeline:
     return {
         "flaps": [{"down_at": _iso(fl.down_at), "up_at": _iso(fl.up_at)}
                   for fl in f.flaps if fl.down_at],
@@ -62,7 +67,7 @@ def _timeline(f: Finding) -> dict[str, Any]:
     }
 
 
-def _neighbourhood(hood: Neighbourhood) -> dict[str, Any]:
+def _neighbourhood(hood: Neighbourhood) -> schema.Neighbourhood:
     return {
         "nodes": [{"id": n.guid, "name": n.name, "kind": "hca" if n.tier == 2 else "switch",
                    "tier": n.tier} for n in hood.nodes],
@@ -71,7 +76,7 @@ def _neighbourhood(hood: Neighbourhood) -> dict[str, Any]:
     }
 
 
-def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> dict[str, Any]:
+def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> schema.Report:
     """The report document of an audit (times naive UTC in, ISO out)."""
     ev, ranked, cov = result.evidence, result.suspects, result.coverage
     suspects = [suspect_json(f.rank, f.suspect) for f in result.findings]
@@ -108,7 +113,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> di
     }
 
 
-def replacements_csv(report: dict[str, Any]) -> str:
+def replacements_csv(report: schema.Report) -> str:
     """One row per action. Every cell is inert text and never a formula (safe_text.csv_cell):
     names, parts and evidence come from the fabric and end up in a technician's spreadsheet."""
     buf = io.StringIO()
@@ -116,20 +121,21 @@ def replacements_csv(report: dict[str, Any]) -> str:
     writer.writerow(CSV_COLUMNS)
     limits = [cell_limit(c) for c in CSV_COLUMNS]
     for r in report["replacements"]:
-        a, b, part = r["a"], r["b"] or {}, r["part"]
+        a, b, part = r["a"], r["b"], r["part"]
+        b_cells = [b["name"], b["label"], b["site"], b["row"], b["rack"], b["u"]] if b else \
+            [None] * 6
         row = [
             r["priority"], r["verdict"], r["score"], r["action"],
-            a["name"], a["label"], a["site"], a["row"], a["rack"], a["u"],
-            b.get("name"), b.get("label"), b.get("site"), b.get("row"), b.get("rack"),
-            b.get("u"), part["vendor"], part["part_number"], part["serial_number"],
-            part["length"], r["first_flap"], r["last_flap"], r["jobs_failed"],
-            r["gpu_hours_lost"], (r["evidence"] or [""])[0], r["ticket"],
+            a["name"], a["label"], a["site"], a["row"], a["rack"], a["u"], *b_cells,
+            part["vendor"], part["part_number"], part["serial_number"], part["length"],
+            r["first_flap"], r["last_flap"], r["jobs_failed"], r["gpu_hours_lost"],
+            (r["evidence"] or [""])[0], r["ticket"],
         ]
         writer.writerow([csv_cell(v, n) for v, n in zip(row, limits, strict=True)])
     return buf.getvalue()
 
 
-def write_report(out: Path, report: dict[str, Any]) -> list[Path]:
+def write_report(out: Path, report: schema.Report) -> list[Path]:
     """replacements.csv, report.json and report.html in `out` (created)."""
     from auditor.outfiles import make_folder, write_text
     from auditor.report.html import render_html
