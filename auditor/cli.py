@@ -617,16 +617,17 @@ def report(
     \b
         auditor report --since 24h --out reports/today
     """
+    from auditor.analyse.audit import audit
     from auditor.report.build import build_report, write_report
     from auditor.store import utc_naive
 
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days, limit=limit,
-                            cfg=settings.ranking)
-    for path in write_report(out, data):
+        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                       verify_days=settings.nightly.verify_days, limit=limit,
+                       cfg=settings.ranking)
+    for path in write_report(out, build_report(result)):
         _out(str(path))
 
 
@@ -748,6 +749,7 @@ def metrics_cmd(
     \b
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
+    from auditor.analyse.audit import audit
     from auditor.report.build import build_report
     from auditor.report.prometheus import render, write_textfile
     from auditor.store import utc_naive
@@ -755,10 +757,10 @@ def metrics_cmd(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        data = build_report(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days,
-                            cfg=settings.ranking)
-        write_textfile(textfile, render(data, store.sources()))
+        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                       verify_days=settings.nightly.verify_days, cfg=settings.ranking)
+        sources = store.sources()
+    write_textfile(textfile, render(build_report(result), sources))
     _out(str(textfile))
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from auditor.report.html import render_html
+from auditor.report.schema import Replacement, Report, Timeline, TimelineFlap
 from tests.conftest import need
 
 EVIL = '<script>alert("x")</script>leaf$07$'
@@ -34,14 +35,14 @@ def _loc(rack: str, u: str) -> dict[str, Any]:
     return {"site": "fra1", "row": "B", "rack": rack, "u": u}
 
 
-def sample_report() -> dict[str, Any]:
+def sample_report() -> Report:
     """What auditor/report/build.py builds for a morning with three bad cables, a rebooted switch and
     one cable already swapped."""
-    replacements: list[dict[str, Any]] = [
+    replacements: list[Replacement] = [
         {"priority": 1, "verdict": "cable", "score": 0.97,
          "action": "Replace the cable leaf03 IB1/17 <-> spine02 IB1/5; clean both optics first.",
-         "a": {"name": "leaf03", "port": 17, "label": "IB1/17", **_loc("B07", "38")},
-         "b": {"name": "spine02", "port": 5, "label": "IB1/5", **_loc("B01", "40")},
+         "a": {"name": "leaf03", "guid": "0x03", "port": 17, "label": "IB1/17", **_loc("B07", "38")},
+         "b": {"name": "spine02", "guid": "0x102", "port": 5, "label": "IB1/5", **_loc("B01", "40")},
          "part": {"vendor": "Mellanox", "part_number": "MFS1S00-H010V",
                   "serial_number": "MT2147FT01234", "length": "10 m"},
          "first_flap": _at(2, 13), "last_flap": _at(21, 2), "jobs_failed": 3,
@@ -55,8 +56,8 @@ def sample_report() -> dict[str, Any]:
         {"priority": 2, "verdict": "transceiver", "score": 0.81,
          "action": "Clean, then replace the transceiver at gpu-node-07 mlx5_0 port 1 "
                    "(the sending end).",
-         "a": {"name": "gpu-node-07", "port": 1, "label": "mlx5_0 port 1", **_loc("B07", "12")},
-         "b": {"name": "leaf03", "port": 7, "label": "IB1/7", **_loc("B07", "38")},
+         "a": {"name": "gpu-node-07", "guid": "0x207", "port": 1, "label": "mlx5_0 port 1", **_loc("B07", "12")},
+         "b": {"name": "leaf03", "guid": "0x03", "port": 7, "label": "IB1/7", **_loc("B07", "38")},
          "part": {"vendor": "NVIDIA", "part_number": "MMA1T00-HS", "serial_number":
                   "MT2203FT00077", "length": None},
          "first_flap": None, "last_flap": None, "jobs_failed": 0, "gpu_hours_lost": 0.0,
@@ -65,7 +66,7 @@ def sample_report() -> dict[str, Any]:
          "ticket": ""},
         {"priority": 3, "verdict": "switch", "score": 0.63,
          "action": f"Check {EVIL}: 28 ports went down within 4 s (reboot or power).",
-         "a": {"name": EVIL, "port": None, "label": "", **_loc("B02", "40")},
+         "a": {"name": EVIL, "guid": "sw-evil", "port": None, "label": "", **_loc("B02", "40")},
          "b": None,
          "part": {"vendor": None, "part_number": None, "serial_number": None, "length": None},
          "first_flap": _at(15), "last_flap": _at(15, 4), "jobs_failed": 1,
@@ -74,20 +75,20 @@ def sample_report() -> dict[str, Any]:
          "ticket": ""},
         {"priority": 4, "verdict": "cable", "score": 0.41,
          "action": "Reseat leaf05 IB1/3 <-> gpu-node-19 mlx5_1 port 1 and watch.",
-         "a": {"name": "leaf05", "port": 3, "label": "IB1/3", "site": None, "row": None,
+         "a": {"name": "leaf05", "guid": "0x05", "port": 3, "label": "IB1/3", "site": None, "row": None,
                "rack": None, "u": None},
-         "b": {"name": "gpu-node-19", "port": 1, "label": "mlx5_1 port 1", "site": None,
+         "b": {"name": "gpu-node-19", "guid": "0x219", "port": 1, "label": "mlx5_1 port 1", "site": None,
                "row": None, "rack": None, "u": None},
          "part": {"vendor": None, "part_number": None, "serial_number": None, "length": None},
          "first_flap": _at(22, 30), "last_flap": _at(22, 30), "jobs_failed": 0,
          "gpu_hours_lost": 0.0, "evidence": ["1 flap(s), 1 longer than 7 s, still down"],
          "ticket": ""},
     ]
-    flaps1: list[dict[str, str | None]] = [{"down_at": _at(h, 13), "up_at": _at(h, 13 + d)}
+    flaps1: list[TimelineFlap] = [{"down_at": _at(h, 13), "up_at": _at(h, 13 + d)}
         for h, d in ((2, 3), (2.5, 41), (7, 9), (9.2, 2), (13, 120), (13.1, 8),
                      (18, 30), (20.5, 60))]
     flaps1.append({"down_at": _at(21, 2), "up_at": None})  # still down at the window end
-    timelines = {
+    timelines: dict[str, Timeline] = {
         "1": {"flaps": flaps1, "jobs": [{"job_id": "4242", "died_at": _at(2.5, 60)},
                                         {"job_id": "4250", "died_at": _at(13, 150)},
                                         {"job_id": "4311", "died_at": _at(20.5, 90)}]},
@@ -136,14 +137,14 @@ def sample_report() -> dict[str, Any]:
     tracking = [
         {"ticket": "DCOPS-1182", "link": "leaf02 IB1/9 <-> gpu-node-03 mlx5_0 port 1",
          "part": "MFS1S00-H005V S/N MT2140FT00912", "recorded_at": _iso(SINCE - timedelta(days=3)),
-         "status": "verified", "reason": "no flap in 72 h after the swap"},
+         "status": "verified", "reason": "no flap in 72 h after the swap", "flaps_since": 0},
         {"ticket": "DCOPS-1190", "link": "leaf06 IB1/21 <-> spine01 IB1/12",
          "part": "MFS1S00-H010V S/N MT2147FT04444", "recorded_at": _iso(SINCE - timedelta(hours=20)),
          "status": "continued_same_port", "reason": "4 flaps on the same port after the swap: "
-         "suspect the switch port"},
+         "suspect the switch port", "flaps_since": 4},
         {"ticket": "DCOPS-1193", "link": "leaf01 IB1/2 <-> gpu-node-01 mlx5_0 port 1",
          "part": "MMA1T00-HS S/N MT2203FT00001", "recorded_at": _iso(SINCE - timedelta(hours=6)),
-         "status": "watching", "reason": "swapped 30 h ago, quiet so far"},
+         "status": "watching", "reason": "swapped 30 h ago, quiet so far", "flaps_since": 0},
     ]
     return {
         "title": "Fabric audit fra1-pod2",
@@ -158,6 +159,15 @@ def sample_report() -> dict[str, Any]:
         "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 47, "suspects": 4,
                     "jobs_failed": 9, "jobs_network": 4, "gpu_hours_lost": 508.5},
         "replacements": replacements,
+        # The page is drawn from the replacement rows; the suspects are for automation.
+        "suspects": [{"rank": r["priority"], "component": r["verdict"], "score": r["score"],
+                      "ends": [{"name": e["name"], "guid": e["guid"], "port": e["port"],
+                                "label": e["label"]} for e in (r["a"], r["b"]) if e],
+                      "flaps": len(timelines[str(r["priority"])]["flaps"]), "downtime_s": 0.0,
+                      "jobs_failed": r["jobs_failed"], "gpu_hours_lost": r["gpu_hours_lost"],
+                      "evidence": r["evidence"], "action": r["action"],
+                      "first_at": r["first_flap"], "last_at": r["last_flap"]}
+                     for r in replacements],
         "timelines": timelines,
         "neighbourhoods": neighbourhoods,
         "heatmap": heatmap,
@@ -239,8 +249,22 @@ def test_top_n_limits_cards() -> None:
     assert out.count("<svg ") == 2 + 1  # one timeline, one neighbourhood, the heatmap
 
 
+def empty_report() -> Report:
+    """Nothing ingested in the window and no device audited."""
+    return {"title": "Fabric audit", "generated_at": "2026-11-30T06:03:00Z",
+            "window": {"since": _iso(SINCE), "until": _iso(UNTIL)},
+            "coverage": {"switches_ok": 0, "switches_total": 0, "hosts_ok": 0,
+                         "hosts_total": 0, "failed_devices": []},
+            "summary": {"switches": 0, "hcas": 0, "links": 0, "flaps": 0, "suspects": 0,
+                        "jobs_failed": 0, "jobs_network": 0, "gpu_hours_lost": 0.0},
+            "replacements": [], "suspects": [], "timelines": {}, "neighbourhoods": {},
+            "heatmap": {"bins": [_iso(SINCE + timedelta(hours=h)) for h in range(24)],
+                        "rows": []},
+            "tracking": []}
+
+
 def test_empty_report_renders_cleanly() -> None:
-    out = render_html({})
+    out = render_html(empty_report())
     assert "No suspects in this window." in out
     assert "No flaps in this window." in out
     assert "No replacements recorded." in out
@@ -265,17 +289,25 @@ def test_quiet_window() -> None:
     assert "<svg" not in out
 
 
-def test_malformed_values_do_not_crash() -> None:
+def test_odd_values_the_schema_allows() -> None:
     report = sample_report()
-    report["window"] = {"since": "yesterday", "until": None}  # falls back on the data's span
-    report["replacements"][0]["a"] = None
-    report["replacements"][1]["evidence"] = None
-    report["timelines"]["1"]["flaps"].append({"down_at": "garbage", "up_at": 3})
-    report["neighbourhoods"]["2"]["edges"].append({"a": "nowhere", "b": "leaf03"})
-    report["heatmap"]["rows"][0]["counts"] = [1, "x", None]
+    report["replacements"][1]["evidence"] = []
+    report["timelines"]["1"]["flaps"].append({"down_at": _at(-5), "up_at": _at(30)})  # spans it
+    report["timelines"]["1"]["jobs"].append({"job_id": "4400", "died_at": None})
+    report["neighbourhoods"]["2"]["edges"].append({"a": "nowhere", "b": "leaf03", "label": "",
+                                                   "suspect": False})
     report["tracking"][0]["status"] = "lost"
     out = render_html(report)
-    assert out.count('class="suspect-row"') == 4 and "<svg " in out
+    assert out.count('class="suspect-row"') == 4 and out.count("<svg ") == SAMPLE_SVGS
+    assert "No evidence recorded." in out and '<span class="badge s-other">lost</span>' in out
+
+
+def test_an_empty_window_has_no_time_axis() -> None:
+    report = sample_report()
+    report["window"]["until"] = report["window"]["since"]  # --since 0h
+    out = render_html(report)
+    assert out.count('class="suspect-row"') == 4
+    assert out.count("<svg ") == SAMPLE_SVGS - 3  # no timelines; the rest is drawn
 
 
 def test_deterministic() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
 from auditor.config import RankingSettings
@@ -242,28 +242,51 @@ def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
     return out
 
 
+class EndJSON(TypedDict):
+    name: str
+    guid: str
+    port: int | None
+    label: str
+
+
+class SuspectJSON(TypedDict):
+    rank: int
+    component: str
+    score: float
+    ends: list[EndJSON]
+    flaps: int
+    downtime_s: float
+    jobs_failed: int
+    gpu_hours_lost: float
+    evidence: list[str]
+    action: str
+    first_at: str | None
+    last_at: str | None
+
+
+def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
+    return {
+        "rank": rank_no,
+        "component": s.component,
+        "score": s.score,
+        "ends": [{"name": e["name"], "guid": e["guid"], "port": e["port"], "label": e["label"]}
+                 for e in s.ends],
+        "flaps": s.flaps,
+        "downtime_s": s.downtime_s,
+        "jobs_failed": s.jobs_failed,
+        "gpu_hours_lost": s.gpu_hours_lost,
+        "evidence": s.evidence,
+        "action": s.action,
+        "first_at": s.first_at.isoformat() + "Z" if s.first_at else None,
+        "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
+    }
+
+
 def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> dict[str, Any]:
     shown = suspects[:limit] if limit else suspects
     return {
         "window": {"since": ev.since.isoformat() + "Z", "until": ev.until.isoformat() + "Z"},
         "jobs": {"failed": ev.jobs_failed, "network": ev.jobs_network,
                  "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained},
-        "suspects": [
-            {
-                "rank": i,
-                "component": s.component,
-                "score": s.score,
-                "ends": [{"name": e["name"], "guid": e["guid"], "port": e["port"],
-                          "label": e["label"]} for e in s.ends],
-                "flaps": s.flaps,
-                "downtime_s": s.downtime_s,
-                "jobs_failed": s.jobs_failed,
-                "gpu_hours_lost": s.gpu_hours_lost,
-                "evidence": s.evidence,
-                "action": s.action,
-                "first_at": s.first_at.isoformat() + "Z" if s.first_at else None,
-                "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
-            }
-            for i, s in enumerate(shown, 1)
-        ],
+        "suspects": [suspect_json(i, s) for i, s in enumerate(shown, 1)],
     }

@@ -7,11 +7,13 @@ code that says what happened (the table is in auditor.errors).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from auditor.analyse.audit import audit
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.errors import exit_code
@@ -81,12 +83,11 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                     log.error("source failed: %s: %s", c["command"], c["detail"])
         with steps.step("suspects and report"), \
                 Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
-            report = build_report(store, utc_naive(start), utc_naive(end),
-                                  aliases=settings.aliases,
-                                  verify_days=settings.nightly.verify_days,
-                                  limit=settings.nightly.limit,
-                                  cfg=settings.ranking)
+            audited = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
+                            verify_days=settings.nightly.verify_days,
+                            limit=settings.nightly.limit, cfg=settings.ranking)
             sources = store.sources()
+            report = build_report(audited)
         folder = retention.dated_folder(settings.reports_dir, now)
         # Undelivered until everything is out (report, metrics): a run that fails before the
         # end leaves the mark, and the next run still counts these suspects as new.
@@ -113,13 +114,13 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
 
 
 
-def _suspect_key(suspect: dict[str, Any]) -> tuple[str, frozenset[tuple[str, Any]]]:
+def _suspect_key(suspect: Mapping[str, Any]) -> tuple[str, frozenset[tuple[str, Any]]]:
     ends = frozenset((str(e.get("name")), e.get("port")) for e in suspect.get("ends", []))
     return str(suspect.get("component")), ends
 
 
-def new_suspects(previous: dict[str, Any] | None,
-                 current: dict[str, Any]) -> list[dict[str, Any]]:
+def new_suspects(previous: Mapping[str, Any] | None,
+                 current: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Suspects of `current` (a `rank.as_json` document) that `previous` did not have, in
     `current`'s order. A suspect is its component plus the set of its ends (name, port), so
     rank, score and evidence changing do not make it new; the ends' order does not matter; a

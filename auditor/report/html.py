@@ -1,6 +1,7 @@
 """The technician/operator report as ONE self-contained HTML file.
 
-`render_html(report)` is a pure function of the report dict that `auditor/report/build.py` builds.
+`render_html(report)` is a pure function of the report document (auditor/report/schema.py) that
+`auditor/report/build.py` builds.
 The file has no external assets (no CDN, fonts or remote images) because it is mailed, attached
 to tickets and opened on air-gapped jump hosts; CSS is inline and every plot is an inline SVG
 drawn by matplotlib with text as glyph paths, so it looks the same without any installed font.
@@ -16,10 +17,9 @@ import html
 import io
 import itertools
 import re
-from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, overload
 
 import jinja2
 import matplotlib as mpl
@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from auditor.report import schema
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
 DEFAULT_TOP_N = 10
@@ -68,25 +69,24 @@ _env = jinja2.Environment(
 )
 
 
-def render_html(report: Mapping[str, Any], *, top_n: int = DEFAULT_TOP_N) -> str:
-    """One self-contained HTML document for `report` (schema: auditor/report/build.py). Missing
-    optional keys render as empty states; `top_n` suspects get a card with plots."""
+def render_html(report: schema.Report, *, top_n: int = DEFAULT_TOP_N) -> str:
+    """One self-contained HTML document for `report`; `top_n` suspects get a card with plots."""
     return _env.get_template("report.html.j2").render(**_view(report, top_n))
 
 
-# --- input normalisation: the template only formats, every default is decided here ---------
+# --- from the document to the page: the template only formats, every default is decided here
 
 
-def _when(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        at = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if at.tzinfo is None:  # the report's times are UTC even when a producer forgot the Z
-        at = at.replace(tzinfo=UTC)
-    return at.astimezone(UTC)
+@overload
+def _when(value: str) -> datetime: ...
+
+
+@overload
+def _when(value: None) -> None: ...
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value is not None else None
 
 
 def _fmt(at: datetime | None, seconds: bool = True) -> str:
@@ -95,187 +95,118 @@ def _fmt(at: datetime | None, seconds: bool = True) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
-
-
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _str(value: Any) -> str:
+def _str(value: object) -> str:
     # Names, parts, evidence and job ids come from the fabric: jinja2 escapes HTML, this makes
     # control and bidi characters visible and bounds the length (also of the plots' labels).
     return "" if value is None else inert(value, TEXT_MAX)
 
 
-def _name(value: Any) -> str:
+def _name(value: object) -> str:
     return "" if value is None else inert(value, NAME_MAX)
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _by_priority(table: Any, priority: int) -> Mapping[str, Any] | None:
-    """JSON keys are strings; a producer in Python may still use ints."""
-    table = _dict(table)
-    found = table.get(str(priority), table.get(priority))
-    return found if isinstance(found, Mapping) else None
-
-
-def _number(value: float | None, digits: int = 0) -> str:
-    if value is None:
-        return "\u2014"
+def _number(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _end(raw: Any) -> dict[str, Any] | None:
-    end = _dict(raw)
-    if not end:
-        return None
-    where = [f"{key} {end[key]}" if key in ("row", "rack") else _str(end[key])
-             for key in ("site", "row", "rack") if end.get(key) not in (None, "")]
-    if end.get("u") not in (None, ""):
+def _end(end: schema.End) -> dict[str, str]:
+    where = [f"{key} {_str(value)}" if key else _str(value)
+             for key, value in (("", end["site"]), ("row", end["row"]), ("rack", end["rack"]))
+             if value]
+    if end["u"]:
         u = _str(end["u"])
         where.append(u if u.upper().startswith("U") else f"U{u}")
-    port = _int(end.get("port"))
-    label = _str(end.get("label")) or (f"port {port}" if port is not None else "")
-    return {"name": _name(end.get("name")) or "?", "label": label,
-            "location": " / ".join(where)}
+    label = _str(end["label"]) or (f"port {end['port']}" if end["port"] is not None else "")
+    return {"name": _name(end["name"]) or "?", "label": label, "location": " / ".join(where)}
 
 
-def _part(raw: Any) -> dict[str, str]:
-    part = _dict(raw)
-    return {key: _str(part.get(key)) for key in ("vendor", "part_number", "serial_number",
-                                                  "length")}
-
-
-def _verdict_class(verdict: str) -> str:
-    return verdict if verdict in VERDICTS else "other"
-
-
-def _replacement(raw: Any, index: int) -> dict[str, Any]:
-    r = _dict(raw)
-    verdict = _str(r.get("verdict")) or "unknown"
-    priority = _int(r.get("priority"))
+def _replacement(r: schema.Replacement) -> dict[str, Any]:
+    verdict = _str(r["verdict"])
+    part = r["part"]
     return {
-        "priority": priority if priority is not None else index,
+        "priority": r["priority"],
         "verdict": verdict.replace("_", " "),
-        "verdict_class": _verdict_class(verdict),
-        "score": _number(_float(r.get("score")), 2) if _float(r.get("score")) is not None else "",
-        "action": _str(r.get("action")),
-        "a": _end(r.get("a")) or {"name": "?", "label": "", "location": ""},
-        "b": _end(r.get("b")),
-        "part": _part(r.get("part")),
-        "first_flap": _fmt(_when(r.get("first_flap"))),
-        "last_flap": _fmt(_when(r.get("last_flap"))),
-        "jobs_failed": _int(r.get("jobs_failed")) or 0,
-        "gpu_hours_lost": _number(_float(r.get("gpu_hours_lost")), 1),
-        "evidence": [_str(e) for e in _list(r.get("evidence"))],
-        "ticket": _str(r.get("ticket")),
+        "verdict_class": verdict if verdict in VERDICTS else "other",
+        "score": _number(r["score"], 2),
+        "action": _str(r["action"]),
+        "a": _end(r["a"]),
+        "b": _end(r["b"]) if r["b"] is not None else None,
+        "part": {"vendor": _str(part["vendor"]), "part_number": _str(part["part_number"]),
+                 "serial_number": _str(part["serial_number"]), "length": _str(part["length"])},
+        "first_flap": _fmt(_when(r["first_flap"])),
+        "last_flap": _fmt(_when(r["last_flap"])),
+        "jobs_failed": r["jobs_failed"],
+        "gpu_hours_lost": _number(r["gpu_hours_lost"], 1),
+        "evidence": [_str(e) for e in r["evidence"]],
+        "ticket": _str(r["ticket"]),
     }
 
 
-def _coverage(raw: Any) -> dict[str, Any]:
-    c = _dict(raw)
-    parts = []
-    for kind in ("switches", "hosts"):
-        ok, total = _int(c.get(f"{kind}_ok")), _int(c.get(f"{kind}_total"))
-        if total:
-            parts.append(f"{ok if ok is not None else '?'}/{total} {kind}")
-    failed = [{key: _str(_dict(d).get(key)) for key in ("device", "collector", "status",
-                                                         "detail")}
-              for d in _list(c.get("failed_devices"))]
+def _coverage(c: schema.Coverage) -> dict[str, Any]:
+    counts = (("switches", c["switches_ok"], c["switches_total"]),
+              ("hosts", c["hosts_ok"], c["hosts_total"]))
+    parts = [f"{ok}/{total} {kind}" for kind, ok, total in counts if total]
+    failed = [{"device": _str(d["device"]), "collector": _str(d["collector"]),
+               "status": _str(d["status"]), "detail": _str(d["detail"])}
+              for d in c["failed_devices"]]
     line = f"Audited {', '.join(parts)}" if parts else "Coverage unknown"
-    complete = bool(parts) and not failed and all(
-        _int(c.get(f"{k}_ok")) == _int(c.get(f"{k}_total")) for k in ("switches", "hosts")
-        if _int(c.get(f"{k}_total")))
+    complete = bool(parts) and not failed and all(ok == total for _, ok, total in counts)
     return {"line": line, "failed": failed, "complete": complete}
 
 
-def _summary(raw: Any, replacements: int) -> list[dict[str, str]]:
-    s = _dict(raw)
-    cards = [("Switches", "switches", 0), ("HCAs", "hcas", 0), ("Links", "links", 0),
-             ("Flaps", "flaps", 0), ("Suspects", "suspects", 0),
-             ("Failed jobs", "jobs_failed", 0), ("Network-caused", "jobs_network", 0),
-             ("GPU-hours lost", "gpu_hours_lost", 1)]
+def _summary(s: schema.Summary) -> list[dict[str, str]]:
+    cards = [("Switches", "switches", s["switches"], 0), ("HCAs", "hcas", s["hcas"], 0),
+             ("Links", "links", s["links"], 0), ("Flaps", "flaps", s["flaps"], 0),
+             ("Suspects", "suspects", s["suspects"], 0),
+             ("Failed jobs", "jobs_failed", s["jobs_failed"], 0),
+             ("Network-caused", "jobs_network", s["jobs_network"], 0),
+             ("GPU-hours lost", "gpu_hours_lost", s["gpu_hours_lost"], 1)]
+    return [{"label": label, "value": _number(value, digits), "key": key}
+            for label, key, value, digits in cards]
+
+
+def _tracking(rows: list[schema.Tracking]) -> list[dict[str, str]]:
     out = []
-    for label, key, digits in cards:
-        value = _float(s.get(key))
-        if value is None and key == "suspects":
-            value = float(replacements)
-        out.append({"label": label, "value": _number(value, digits), "key": key})
+    for t in rows:
+        status = _str(t["status"])
+        out.append({
+            "ticket": _str(t["ticket"]), "link": _str(t["link"]), "part": _str(t["part"]),
+            "recorded_at": _fmt(_when(t["recorded_at"])),
+            "status": STATUSES.get(status, status),
+            "status_class": status if status in STATUSES else "other",
+            "reason": _str(t["reason"]),
+        })
     return out
 
 
-def _tracking(raw: Any) -> list[dict[str, str]]:
-    rows = []
-    for item in _list(raw):
-        t = _dict(item)
-        status = _str(t.get("status"))
-        rows.append({
-            "ticket": _str(t.get("ticket")), "link": _str(t.get("link")),
-            "part": _str(t.get("part")), "recorded_at": _fmt(_when(t.get("recorded_at"))),
-            "status": STATUSES.get(status, status or "unknown"),
-            "status_class": status if status in STATUSES else "other",
-            "reason": _str(t.get("reason")),
-        })
-    return rows
-
-
-def _window(report: Mapping[str, Any]) -> tuple[datetime | None, datetime | None]:
-    w = _dict(report.get("window"))
-    since, until = _when(w.get("since")), _when(w.get("until"))
-    if since is None or until is None:  # fall back on the span of the data itself
-        seen = [at for tl in _dict(report.get("timelines")).values()
-                for f in _list(_dict(tl).get("flaps"))
-                for at in (_when(_dict(f).get("down_at")), _when(_dict(f).get("up_at"))) if at]
-        seen += [at for b in _list(_dict(report.get("heatmap")).get("bins")) if (at := _when(b))]
-        since = since or (min(seen) if seen else None)
-        until = until or (max(seen) if seen else None)
-    if since is not None and until is not None and until <= since:
-        return since, None
-    return since, until
-
-
-def _view(report: Mapping[str, Any], top_n: int) -> dict[str, Any]:
-    since, until = _window(report)
-    replacements = [_replacement(r, i) for i, r in enumerate(_list(report.get("replacements")),
-                                                             1)]
+def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
+    since, until = _when(report["window"]["since"]), _when(report["window"]["until"])
+    replacements = [_replacement(r) for r in report["replacements"]]
     cards = []
     for n, rep in enumerate(replacements[:max(top_n, 0)]):
-        timeline = _by_priority(report.get("timelines"), rep["priority"])
-        hood = _by_priority(report.get("neighbourhoods"), rep["priority"])
+        timeline = report["timelines"].get(str(rep["priority"]))
+        hood = report["neighbourhoods"].get(str(rep["priority"]))
         name = rep["a"]["name"] + (f" ↔ {rep['b']['name']}" if rep["b"] else "")
         hood_plot = _neighbourhood_svg(hood, f"nb{n}", name) if hood is not None else None
         cards.append({
             **rep,
+            # An empty window (--since 0h) has no time axis to draw on.
             "timeline_svg": _timeline_svg(timeline, since, until, f"tl{n}", name)
-            if timeline is not None and since and until else None,
+            if timeline is not None and until > since else None,
             "hood_svg": hood_plot[0] if hood_plot else None,
             "hood_wide": bool(hood_plot and hood_plot[1]),
         })
-    generated = _when(report.get("generated_at"))
     return {
-        "title": _str(report.get("title")) or "Fabric audit",
-        "generated_at": _fmt(generated) if generated else _str(report.get("generated_at")),
-        "since": _fmt(since), "until": _fmt(until),
-        "coverage": _coverage(report.get("coverage")),
-        "summary": _summary(report.get("summary"), len(replacements)),
+        "title": _str(report["title"]),
+        "generated_at": _fmt(_when(report["generated_at"])),
+        "since": _fmt(since), "until": _fmt(until) if until > since else "",
+        "coverage": _coverage(report["coverage"]),
+        "summary": _summary(report["summary"]),
         "replacements": replacements,
         "cards": cards,
         "top_n": top_n,
-        "heatmap_svg": _heatmap_svg(_dict(report.get("heatmap")), "hm"),
-        "tracking": _tracking(report.get("tracking")),
+        "heatmap_svg": _heatmap_svg(report["heatmap"], "hm"),
+        "tracking": _tracking(report["tracking"]),
     }
 
 
@@ -350,17 +281,16 @@ def _time_axis(ax: Axes, since: datetime, until: datetime) -> None:
     ax.set_xlim(0, span)
 
 
-def _timeline_svg(timeline: Mapping[str, Any], since: datetime, until: datetime, uid: str,
+def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, uid: str,
                   name: str) -> str | None:
     flaps: list[tuple[datetime, datetime, bool]] = []
-    for raw in _list(timeline.get("flaps")):
-        down, up = _when(_dict(raw).get("down_at")), _when(_dict(raw).get("up_at"))
-        if down is None or down >= until or (up is not None and up <= since):
+    for flap in timeline["flaps"]:
+        down, up = _when(flap["down_at"]), _when(flap["up_at"])
+        if down >= until or (up is not None and up <= since):
             continue
         flaps.append((max(down, since), min(up or until, until), up is None or up > until))
-    jobs = sorted((at, _str(_dict(raw).get("job_id")) or "?")
-                  for raw in _list(timeline.get("jobs"))
-                  if (at := _when(_dict(raw).get("died_at"))) and since <= at <= until)
+    jobs = sorted((at, _str(job["job_id"]) or "?") for job in timeline["jobs"]
+                  if (at := _when(job["died_at"])) and since <= at <= until)
     if not flaps and not jobs:
         return None
     with _style():
@@ -412,11 +342,8 @@ def _timeline_svg(timeline: Mapping[str, Any], since: datetime, until: datetime,
 
 
 def _layout(nodes: list[dict[str, Any]], ends: set[str]) -> dict[str, tuple[float, float]]:
-    """Given x/y when every node has them; otherwise layers: spines top, leaves, hosts bottom,
-    each layer centred, the suspect's ends in the middle of theirs so its link is short."""
-    if nodes and all(_float(n.get("x")) is not None and _float(n.get("y")) is not None
-                     for n in nodes):
-        return {n["id"]: (float(n["x"]), float(n["y"])) for n in nodes}
+    """Layers: spines top, leaves, hosts bottom, each layer centred, the suspect's ends in the
+    middle of theirs so its link is short."""
     tiers: dict[int, list[dict[str, Any]]] = {}
     for n in nodes:
         tiers.setdefault(n["tier"], []).append(n)
@@ -436,22 +363,15 @@ def _label_pt(text: str, size: float) -> float:
     return 0.6 * size * len(text)
 
 
-def _neighbourhood_svg(hood: Mapping[str, Any], uid: str,
+def _neighbourhood_svg(hood: schema.Neighbourhood, uid: str,
                        name: str) -> tuple[str, bool] | None:
     """The plot and whether it is wide (wants a whole row of the card)."""
-    nodes: list[dict[str, Any]] = []
-    for raw in _list(hood.get("nodes")):
-        n = _dict(raw)
-        if not _str(n.get("id")):
-            continue
-        kind = "hca" if _str(n.get("kind")) == "hca" else "switch"
-        tier = _int(n.get("tier"))
-        nodes.append({"id": _str(n["id"]), "name": _name(n.get("name")) or _name(n["id"]),
-                      "kind": kind, "tier": tier if tier in (0, 1, 2) else
-                      (2 if kind == "hca" else 1), "x": n.get("x"), "y": n.get("y")})
-    edges: list[dict[str, Any]] = [{"a": _str(_dict(e).get("a")), "b": _str(_dict(e).get("b")),
-              "label": _str(_dict(e).get("label")), "suspect": _dict(e).get("suspect") is True}
-             for e in _list(hood.get("edges"))]
+    nodes: list[dict[str, Any]] = [
+        {"id": _str(n["id"]), "name": _name(n["name"]) or _name(n["id"]), "kind": n["kind"],
+         "tier": n["tier"]} for n in hood["nodes"]]
+    edges: list[dict[str, Any]] = [
+        {"a": _str(e["a"]), "b": _str(e["b"]), "label": _str(e["label"]),
+         "suspect": e["suspect"]} for e in hood["edges"]]
     if not nodes:
         return None
     ends = {x for e in edges if e["suspect"] for x in (e["a"], e["b"])}
@@ -536,25 +456,17 @@ def _neighbourhood_svg(hood: Mapping[str, Any], uid: str,
         return _svg(fig, uid, f"Fabric neighbourhood of {name}"), width > 5.0
 
 
-def _heatmap_svg(heatmap: Mapping[str, Any], uid: str) -> str | None:
-    bins = [_when(b) for b in _list(heatmap.get("bins"))]
-    if not bins or any(b is None for b in bins):
-        return None
-    rows: list[tuple[str, list[int]]] = []
-    for raw in _list(heatmap.get("rows")):
-        r = _dict(raw)
-        counts = [max(_int(c) or 0, 0) for c in _list(r.get("counts"))][:len(bins)]
-        counts += [0] * (len(bins) - len(counts))
-        if sum(counts) > 0:  # rows are the switches that flapped
-            rows.append((_name(r.get("switch")) or "?", counts))
-    if not rows:
+def _heatmap_svg(heatmap: schema.Heatmap, uid: str) -> str | None:
+    starts = [_when(b) for b in heatmap["bins"]]
+    rows = [(_name(r["switch"]) or "?", r["counts"]) for r in heatmap["rows"]
+            if sum(r["counts"]) > 0]  # rows are the switches that flapped
+    if not starts or not rows:
         return None
     rows.sort(key=lambda r: (-sum(r[1]), r[0]))
     hidden = len(rows) - _MAX_HEATMAP_ROWS
     rows = rows[:_MAX_HEATMAP_ROWS]
     matrix = [counts for _, counts in rows]
     peak = max(max(c) for c in matrix)
-    starts = [b for b in bins if b is not None]
     with _style():
         fig = Figure(figsize=(12.0, 1.0 + 0.16 * len(rows)))
         ax = fig.add_subplot()

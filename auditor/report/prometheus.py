@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from auditor.report.schema import Report
 from auditor.safe_text import NAME_MAX, inert
 
 
@@ -25,8 +26,9 @@ def _labels(**kv: object) -> str:
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in kv.items()) + "}"
 
 
-def render(report: dict[str, Any], sources: list[dict[str, Any]]) -> str:
-    """Metric text from a report dict (see auditor.report.build) and the ingested sources."""
+def render(report: Report, sources: list[dict[str, Any]]) -> str:
+    """Metric text from a report document and the ingested sources (the store's, given by the
+    caller)."""
     lines = [
         "# HELP auditor_link_flaps Flaps of a suspect link in the report window.",
         "# TYPE auditor_link_flaps gauge",

@@ -1,0 +1,238 @@
+"""One audit of a window: everything the report shows, read from the store and ranked.
+
+`audit` correlates and ranks, then adds what a technician needs to act on each suspect the
+report shows (where its ends are, which part sits in them, its flaps and failed jobs, its
+corner of the fabric) and what the operator reads about the whole window (which devices were
+audited, flaps per switch over time, how earlier swaps are doing). `auditor.report.build`
+writes the report document from the result without reading the store.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import networkx as nx
+
+from auditor import graph
+from auditor.analyse import replacements
+from auditor.analyse.correlate import Evidence, gather
+from auditor.analyse.flaps import Flap
+from auditor.analyse.rank import Suspect, rank
+from auditor.config import RankingSettings
+from auditor.models import NodeType
+from auditor.store import Store
+
+HEATMAP_BINS = 24
+# A spine has hundreds of neighbours: a dozen per end is enough to orient a technician.
+HOOD_PEERS = 12
+SWITCH_COLLECTORS = ("snmp", "ssh")
+HOST_COLLECTOR = "host"
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """One end of a suspect as a technician finds it: the faceplate label (the inventory's
+    override, else the one derived from the node type) and the node's inventory location."""
+
+    name: str
+    guid: str
+    port: int | None
+    label: str
+    site: str | None
+    row: str | None
+    rack: str | None
+    u: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """The module in a suspect's ports: the first end's vendor, part number and length, and the
+    serial numbers of both ends (a cable's two transceivers may report different ones)."""
+
+    vendor: str | None = None
+    part_number: str | None = None
+    serial_number: str | None = None
+    length: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HoodNode:
+    guid: str
+    name: str
+    tier: int  # 0 spine (or any switch without hosts), 1 leaf, 2 HCA
+
+
+@dataclass(frozen=True, slots=True)
+class HoodEdge:
+    a: str
+    b: str
+    ports: tuple[int, int]  # a's port, b's port
+    suspect: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood:
+    nodes: list[HoodNode]
+    edges: list[HoodEdge]
+
+
+@dataclass(slots=True)
+class Finding:
+    """A suspect the report shows, with what it takes to act on it."""
+
+    rank: int  # 1 is the first to act on
+    suspect: Suspect
+    ends: list[Place]
+    part: Part
+    flaps: list[Flap]  # its timeline: the link's flaps, or the switch's or host's events'
+    jobs: list[dict[str, Any]]  # failed jobs blamed on it (correlate's records)
+    neighbourhood: Neighbourhood
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    device: str
+    collector: str  # snmp, ssh, host
+    status: str  # ok, timeout, auth_failed, ...
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    switches_ok: int
+    switches_total: int
+    hosts_ok: int
+    hosts_total: int
+    failed: list[DeviceStatus]  # every device whose last collection was not ok
+
+
+@dataclass(frozen=True, slots=True)
+class Heatmap:
+    bins: list[datetime]  # the start of each bin
+    rows: list[tuple[str, list[int]]]  # switch name, flaps per bin; only switches that flapped
+
+
+@dataclass(slots=True)
+class Audit:
+    evidence: Evidence
+    suspects: list[Suspect]  # every one, best first
+    findings: list[Finding]  # the ones the report shows, best first
+    flaps: int  # distinct flaps in the window (a flap of a switch event is counted once)
+    coverage: Coverage
+    heatmap: Heatmap
+    tracking: list[dict[str, Any]]  # replacements.status, judged at the window's end
+
+    @property
+    def since(self) -> datetime:
+        return self.evidence.since
+
+    @property
+    def until(self) -> datetime:
+        return self.evidence.until
+
+
+def audit(store: Store, since: datetime, until: datetime, *,
+          aliases: dict[str, str] | None = None, verify_days: float = 7.0, limit: int = 50,
+          cfg: RankingSettings | None = None) -> Audit:
+    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding."""
+    ev = gather(store, since, until, cfg, aliases=aliases)
+    ranked = rank(ev, cfg)
+    shown = ranked[:limit] if limit else ranked
+    locs, labels = store.locations(), store.port_labels()
+    modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
+    g = graph.build_graph(ev.fabric)
+    findings = [_finding(ev, g, i, s, locs, labels, modules) for i, s in enumerate(shown, 1)]
+    all_flaps = {id(f) for le in ev.links.values() for f in le.flaps} | {
+        id(f) for n in ev.nodes for f in n.flaps}
+    return Audit(
+        evidence=ev, suspects=ranked, findings=findings, flaps=len(all_flaps),
+        coverage=_coverage(store.device_status()), heatmap=_heatmap(ev),
+        # A swap recorded in the window's last second is judged too.
+        tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
+    )
+
+
+def _finding(ev: Evidence, g: nx.MultiGraph, rank_no: int, s: Suspect,
+             locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
+             modules: dict[tuple[str, int], dict[str, Any]]) -> Finding:
+    first = s.ends[0]["guid"]
+    le = ev.links.get(tuple(sorted((e["guid"], e["port"]) for e in s.ends)))
+    if le is not None:
+        flaps, jobs = le.flaps, le.jobs
+    else:  # a switch or host event: every event of that node in the window
+        flaps = [f for n in ev.nodes if s.component in ("switch", "host") and n.guid == first
+                 for f in n.flaps]
+        jobs = [j for n in ev.nodes if n.guid == first for j in n.jobs]
+    return Finding(rank=rank_no, suspect=s, ends=[_place(locs, labels, e) for e in s.ends],
+                   part=_part(modules, s.ends), flaps=flaps, jobs=jobs,
+                   neighbourhood=_neighbourhood(ev, g, s.ends))
+
+
+def _place(locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
+           end: dict[str, Any]) -> Place:
+    loc = locs.get(end["name"], {})
+    label = labels.get((end["name"], end["port"])) if end["port"] is not None else None
+    return Place(name=end["name"], guid=end["guid"], port=end["port"],
+                 label=label or end.get("label") or "", site=loc.get("site"),
+                 row=loc.get("row_name"), rack=loc.get("rack"), u=loc.get("u"))
+
+
+def _part(modules: dict[tuple[str, int], dict[str, Any]], ends: list[dict[str, Any]]) -> Part:
+    found = [modules[(e["guid"], e["port"])] for e in ends if (e["guid"], e["port"]) in modules]
+    if not found:
+        return Part()
+    first = found[0]
+    return Part(vendor=first["vendor"], part_number=first["part_number"],
+                serial_number=" / ".join(dict.fromkeys(
+                    str(m["serial_number"]) for m in found if m["serial_number"])) or None,
+                length=first["length"])
+
+
+def _neighbourhood(ev: Evidence, g: nx.MultiGraph, ends: list[dict[str, Any]]
+                   ) -> Neighbourhood:
+    nodes: dict[str, HoodNode] = {}
+
+    def add(guid: str) -> None:
+        data = g.nodes[guid]
+        tier = 2 if data["node_type"] == NodeType.HCA else (1 if graph.is_leaf(g, guid) else 0)
+        nodes[guid] = HoodNode(guid=guid, name=data["name"], tier=tier)
+
+    for guid in (e["guid"] for e in ends if e["guid"] in g):
+        add(guid)
+        for peer in sorted(g.neighbors(guid))[:HOOD_PEERS]:
+            add(peer)
+    suspect = {(e["guid"], e["port"]) for e in ends}
+    edges = [HoodEdge(a=u, b=v, ports=(k[1], k[3]),
+                      suspect={(k[0], k[1]), (k[2], k[3])} == suspect)
+             for u, v, k in g.edges(list(nodes), keys=True) if u in nodes and v in nodes]
+    return Neighbourhood(nodes=list(nodes.values()), edges=edges)
+
+
+def _coverage(status: list[dict[str, Any]]) -> Coverage:
+    switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
+    hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
+    return Coverage(
+        switches_ok=sum(s["status"] == "ok" for s in switches), switches_total=len(switches),
+        hosts_ok=sum(s["status"] == "ok" for s in hosts), hosts_total=len(hosts),
+        failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
+                             detail=s["detail"]) for s in status if s["status"] != "ok"])
+
+
+def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:
+    span = (ev.until - ev.since) / bins
+    counts: dict[str, list[int]] = defaultdict(lambda: [0] * bins)
+    flaps = [f for le in ev.links.values() for f in le.flaps] + [
+        f for n in ev.nodes for f in n.flaps]
+    for f in flaps:
+        if f.down_at is None or not ev.since <= f.down_at <= ev.until:
+            continue
+        i = min(bins - 1, int((f.down_at - ev.since) / span))
+        for guid, _ in f.ends:
+            node = ev.fabric.nodes.get(guid)
+            if node is not None and node.node_type == NodeType.SWITCH:
+                counts[node.name][i] += 1
+    return Heatmap(bins=[ev.since + span * i for i in range(bins)],
+                   rows=sorted(counts.items()))

@@ -1,0 +1,148 @@
+"""The report document: the content of report.json, which report.html and replacements.csv are
+drawn from. `auditor.report.build` is its only producer. Times are ISO 8601 UTC strings ending
+in Z; the keys are in the order the file writes them."""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+from auditor.analyse.rank import SuspectJSON
+
+
+class Window(TypedDict):
+    since: str
+    until: str
+
+
+class FailedDevice(TypedDict):
+    device: str
+    collector: str
+    status: str
+    detail: str | None
+
+
+class Coverage(TypedDict):
+    switches_ok: int
+    switches_total: int
+    hosts_ok: int
+    hosts_total: int
+    failed_devices: list[FailedDevice]
+
+
+class Summary(TypedDict):
+    switches: int
+    hcas: int
+    links: int
+    flaps: int
+    suspects: int  # every suspect ranked, also those past the report's limit
+    jobs_failed: int
+    jobs_network: int
+    gpu_hours_lost: float
+
+
+class End(TypedDict):
+    """One end of a suspect, where a technician finds it."""
+
+    name: str
+    guid: str
+    port: int | None
+    label: str
+    site: str | None
+    row: str | None
+    rack: str | None
+    u: str | None
+
+
+class Part(TypedDict):
+    vendor: str | None
+    part_number: str | None
+    serial_number: str | None
+    length: str | None
+
+
+class Replacement(TypedDict):
+    """One row of replacements.csv: one action."""
+
+    priority: int
+    verdict: str
+    score: float
+    action: str
+    a: End
+    b: End | None  # a switch or host event has one end
+    part: Part
+    first_flap: str | None
+    last_flap: str | None
+    jobs_failed: int
+    gpu_hours_lost: float
+    evidence: list[str]
+    ticket: str  # empty: the technician's column
+
+
+class TimelineFlap(TypedDict):
+    down_at: str
+    up_at: str | None  # still down
+
+
+class TimelineJob(TypedDict):
+    job_id: str
+    died_at: str | None
+
+
+class Timeline(TypedDict):
+    flaps: list[TimelineFlap]
+    jobs: list[TimelineJob]
+
+
+class HoodNode(TypedDict):
+    id: str
+    name: str
+    kind: Literal["switch", "hca"]
+    tier: int  # 0 spine, 1 leaf, 2 HCA
+
+
+class HoodEdge(TypedDict):
+    a: str
+    b: str
+    label: str  # "<a's port>-<b's port>"
+    suspect: bool
+
+
+class Neighbourhood(TypedDict):
+    nodes: list[HoodNode]
+    edges: list[HoodEdge]
+
+
+class HeatmapRow(TypedDict):
+    switch: str
+    counts: list[int]  # flaps per bin
+
+
+class Heatmap(TypedDict):
+    bins: list[str]  # the start of each bin
+    rows: list[HeatmapRow]
+
+
+class Tracking(TypedDict):
+    """A recorded swap and how it is doing (auditor.analyse.replacements.status)."""
+
+    ticket: str
+    part: str
+    link: str
+    recorded_at: str
+    status: str  # verified, watching, escalated, followed_part
+    reason: str
+    flaps_since: int
+
+
+class Report(TypedDict):
+    title: str
+    generated_at: str
+    window: Window
+    coverage: Coverage
+    summary: Summary
+    replacements: list[Replacement]
+    suspects: list[SuspectJSON]
+    timelines: dict[str, Timeline]  # by priority (JSON keys are strings)
+    neighbourhoods: dict[str, Neighbourhood]
+    heatmap: Heatmap
+    tracking: list[Tracking]
