@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import networkx as nx
-
 from auditor import graph
 from auditor.analyse import replacements
 from auditor.analyse.correlate import Evidence, gather
@@ -155,7 +153,7 @@ def audit(store: Store, since: datetime, until: datetime, *,
     )
 
 
-def _finding(ev: Evidence, g: nx.MultiGraph, rank_no: int, s: Suspect,
+def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,
              locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
              modules: dict[tuple[str, int], dict[str, Any]]) -> Finding:
     first = s.ends[0]["guid"]
@@ -191,7 +189,7 @@ def _part(modules: dict[tuple[str, int], dict[str, Any]], ends: list[dict[str, A
                 length=first["length"])
 
 
-def _neighbourhood(ev: Evidence, g: nx.MultiGraph, ends: list[dict[str, Any]]
+def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]]
                    ) -> Neighbourhood:
     nodes: dict[str, HoodNode] = {}
 
