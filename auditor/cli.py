@@ -734,6 +734,86 @@ def nightly_cmd(
     raise typer.Exit(result.exit_code)
 
 
+@app.command("export")
+def export_cmd(
+    out: Annotated[Path, typer.Option("--out", help="the export folder (Hive layout)")],
+    fabric: Annotated[str | None, typer.Option(
+        "--fabric", help="the fabric's name in the partitions (default: the database file's "
+        "name without .duckdb)")] = None,
+    since: SinceOpt = "2d",
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
+    events, counters, jobs, flaps and each day's suspects, partitioned by fabric and day
+    (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
+    rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
+
+    Example:
+
+    \b
+        auditor export --out /srv/fabric-history --since 30d
+        auditor export --out /srv/fabric-history --fabric pod2 --since 2d
+    """
+    from auditor.ops.export import check_fabric, export
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    name = check_fabric(fabric or settings.db.name.removesuffix(".duckdb"))
+    start, end = _window(since, until)
+    with _open(settings, read_only=True) as store:
+        done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
+                      settings.aliases)
+    rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
+             "days": len(done.days), "files": done.files, "out": str(out)}]
+    _out(render_rows(rows, fmt, title="export"))
+
+
+def _port_label(name: str | None, port: int | None) -> str:
+    return f"{name}[{port}]" if port is not None else str(name)
+
+
+@app.command("fleet")
+def fleet_cmd(
+    exports: Annotated[list[Path], typer.Argument(help="export folders (auditor export --out)",
+                                                  show_default=False)],
+    since: SinceOpt = "24h",
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """The suspects of several fabrics in one table, from their exports: each fabric's flaps
+    and suspects per day of the window, best first within each fabric and day.
+
+    Example:
+
+    \b
+        auditor fleet /srv/pod1-history /srv/pod2-history --since 7d
+        auditor fleet /srv/fabric-history --format json
+    """
+    from auditor.ops.export import fleet
+
+    _check_format(fmt)
+    start, end = _window(since, until)
+    data = fleet(exports, start, end)
+    if fmt == "json":
+        _out(to_json(data))
+        return
+    rows = [{
+        "fabric": r["fabric"], "day": r["day"], "rank": r["rank"], "component": r["component"],
+        "score": r["score"], "end A": _port_label(r["a_name"], r["a_port"]),
+        "end B": _port_label(r["b_name"], r["b_port"]) if r["b_guid"] else "",
+        "flaps": r["flaps"], "jobs": r["jobs_failed"], "GPU-h": r["gpu_hours_lost"],
+        "action": r["action"],
+    } for r in data["suspects"]]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv"))
+        return
+    _out(render_rows(data["fabrics"], "table", title=f"fabrics {data['days'][0]} .. "
+                     f"{data['days'][1]}"))
+    _out(render_rows(rows, "table", title="suspects, per fabric and day, best first"))
+
+
 @app.command("metrics")
 def metrics_cmd(
     textfile: Annotated[Path, typer.Option("--textfile", help="the .prom file node_exporter's "

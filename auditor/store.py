@@ -39,6 +39,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 
+# what `auditor export` writes -> the statement (queries/<name>.sql) that writes it
+_EXPORTED = {"nodes": "export_nodes", "links": "export_links", "port_events": "export_port_events",
+             "counters": "export_counters", "jobs": "export_jobs", "flaps": "export_flaps",
+             "suspects": "export_suspects"}
+
+
 @dataclass(frozen=True, slots=True)
 class SourceMeta:
     kind: str
@@ -496,6 +502,30 @@ class Store:
     def counter_deltas(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         """Counter increases per port between readings in (since, until]; resets handled."""
         return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
+
+    # -- export (issue #15) -----------------------------------------------------------------
+
+    def export_day(self, table: str, day: datetime, path: Path) -> None:
+        """Write the rows of `table` (nodes, links, port_events, counters, jobs) of the UTC day
+        starting at `day` as one Parquet file at `path` (queries/export_<table>.sql)."""
+        self.run(_EXPORTED[table], day=utc_naive(day), path=str(path))
+
+    def export_rows(self, table: str, columns: dict[str, list[Any]], path: Path) -> None:
+        """Write rows the analysis made (flaps, suspects), given as columns, as one Parquet file
+        at `path` (queries/export_<table>.sql names and types the columns)."""
+        self.run(_EXPORTED[table], path=str(path), **columns)
+
+    @staticmethod
+    def read_exports(query: str, files: Sequence[Path], **params: Any) -> list[dict[str, Any]]:
+        """Run queries/<query>.sql over Parquet files of exports (`$files`) in an in-memory
+        DuckDB: no database file is opened or created."""
+        con = duckdb.connect()
+        try:
+            cur = con.execute(sql.load(query), {"files": [str(f) for f in files], **params})
+            cols = [d[0] for d in cur.description or []]
+            return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+        finally:
+            con.close()
 
     # -- switch-side collection ---------------------------------------------------------------
 
