@@ -33,11 +33,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditor.collect.hostcmd import SYSFS_COMMAND
 from auditor.errors import ParseError
 from auditor.parse.dmesg import DmesgResult, parse_dmesg
 from auditor.parse.ibstat import HcaPort, parse_ibstat
 from auditor.parse.sysfs_ib import (
-    SYSFS_COMMAND,
     SysfsSnapshot,
     parse_sysfs_ib,
     to_counter_samples,
@@ -303,7 +303,7 @@ def test_sysfs_command_against_a_fake_tree(tmp_path: Path) -> None:
     # A sysfs attribute the command does not read, and an empty file grep skips.
     (root / "mlx5_0/ports/1/lid").write_text("0x17\n")
     (root / "mlx5_0/ports/1/counters/port_xmit_wait").write_text("")
-    assert SYSFS_COMMAND[:2] == ["sh", "-c"]
+    assert SYSFS_COMMAND[:2] == ("sh", "-c")
     script = SYSFS_COMMAND[2].replace("/sys/class/infiniband", str(root))
     run = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
     assert (run.returncode, run.stderr) == (0, "")

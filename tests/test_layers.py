@@ -51,8 +51,6 @@ ALLOWED = {
     ("auditor.collect.onyx", "auditor.parse.onyx"):
         "an interactive CLI session: the port list of `show interfaces ib status` says which "
         "ports' transceivers to ask about",
-    ("auditor.collect.hostcmd", "auditor.parse.sysfs_ib"):
-        "SYSFS_COMMAND lists the sysfs files the sysfs parser reads; one list for both",
 }
 
 
