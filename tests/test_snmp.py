@@ -102,6 +102,7 @@ def test_agent_without_vendor_mib_leaves_ib_fields_empty(switch: Snmpd) -> None:
     result = poll([v3(switch, user="ifonly")])[0]
     assert result.status == "ok", result.detail
     assert "no MELLANOX-IF-VPI-MIB" in result.detail
+    assert len(result.ports) == 36
     assert all(p.symbol_errors is None and p.phys_state is None for p in result.ports)
     assert all(p.in_errors == 0 for p in result.ports)
 
