@@ -27,7 +27,6 @@ import paramiko
 from auditor.collect.runner import CommandResult
 from auditor.config import HostSettings
 from auditor.errors import AuditorError, CollectError, ConfigError
-from auditor.parse.sysfs_ib import SYSFS_COMMAND
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +59,38 @@ def check_sysfs_root(root: str) -> str:
     return trimmed
 
 
+# What the sysfs read asks of each port (every counter is one auditor.parse.sysfs_ib knows by
+# name; tests/test_hostside.py holds the two together), and each device's node_guid.
+SYSFS_PORT_FILES = (
+    "state",
+    "phys_state",
+    "rate",
+    "counters/link_downed",
+    "counters/symbol_error",
+    "counters/link_error_recovery",
+    "counters/port_rcv_errors",
+    "counters/local_link_integrity_errors",
+)
+
+
+# The globs need a shell; `sh -c` with a constant string is the only shell-free-of-input way to
+# expand them (grep -r cannot: the device entries are symlinks, and grep -R would follow sysfs's
+# symlink cycles through device/ and subsystem/). Nothing is interpolated into the string but a
+# checked root, so the read-only allowlist can match the argv exactly. grep exits 0 when it
+# printed any line and 2 when some file was missing or unreadable (no IB device, a VF whose PMA
+# counters fail); the lines it did print are still valid, so rc 2 with stdout is a partial
+# read, not a failure.
+def _sysfs_argv(root: str) -> tuple[str, ...]:
+    files = " ".join(f"{root}/*/ports/*/{name}" for name in SYSFS_PORT_FILES)
+    return ("sh", "-c", f"grep -H . {files} {root}/*/node_guid")
+
+
+SYSFS_COMMAND = _sysfs_argv(DEFAULT_SYSFS_ROOT)
+
+
 def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
     """SYSFS_COMMAND reading `root` instead of /sys/class/infiniband (tests use a fake tree)."""
-    root = check_sysfs_root(root)
-    script = SYSFS_COMMAND[2].replace(DEFAULT_SYSFS_ROOT + "/", root + "/")
-    return (SYSFS_COMMAND[0], SYSFS_COMMAND[1], script)
+    return _sysfs_argv(check_sysfs_root(root))
 
 
 def host_plan(settings: HostSettings) -> list[tuple[str, tuple[str, ...]]]:

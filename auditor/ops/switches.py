@@ -8,7 +8,7 @@ poll of the same switch (a status change, or ifLastChange moving = a flap betwee
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,11 +33,8 @@ class DeviceOutcome:
 
 
 def _target(sw: SwitchSettings) -> SnmpTarget:
-    """The poller's target: the config's [[switches]].snmp table has the same field names."""
-    s = sw.snmp
-    assert s is not None  # noqa: S101 - callers pass only switches with SNMP settings
-    return SnmpTarget(name=sw.name, host=sw.host,
-                      **{f.name: getattr(s, f.name) for f in fields(s)})
+    assert sw.snmp is not None  # noqa: S101 - callers pass only switches with SNMP settings
+    return SnmpTarget(sw.name, sw.host, sw.snmp)
 
 
 def _previous(store: Store, device: str, before: datetime) -> SnmpResult | None:

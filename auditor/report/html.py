@@ -53,7 +53,6 @@ VERDICTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
 STATUSES = {
     "verified": "verified",
     "watching": "watching",
-    "continued_same_port": "continued on same port",
     "followed_part": "followed the part",
     "escalated": "escalated",
 }
