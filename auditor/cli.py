@@ -444,6 +444,7 @@ def suspects(
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.correlate import gather
+    from auditor.analyse.coverage import blind_spots
     from auditor.analyse.rank import as_json, rank
     from auditor.store import utc_naive
 
@@ -455,7 +456,8 @@ def suspects(
     with _open(settings, read_only=True) as store:
         cfg = settings.ranking
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
-    data = as_json(evidence, rank(evidence, cfg), limit)
+        coverage = blind_spots(store, evidence)
+    data = as_json(evidence, rank(evidence, cfg), limit) | {"coverage": coverage.as_json()}
     if fmt == "json":
         _out(to_json(data))
         return
@@ -474,6 +476,8 @@ def suspects(
          f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
          f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained")
     _out(render_rows(rows, "table", title="suspects, best first"))
+    for note in coverage.notes:
+        _out(inert(f"could not see: {note}", None))
 
 
 def _label_end(end: dict[str, Any]) -> str:

@@ -493,6 +493,14 @@ class Store:
     def port_peers(self, until: datetime) -> dict[tuple[str, int], tuple[str, int]]:
         return {(r[0], r[1]): (r[2], r[3]) for r in self.run("port_peers", until=utc_naive(until))}
 
+    def hosts_read(self, until: datetime) -> tuple[set[str], set[str]]:
+        """(host names, HCA GUIDs) the host side has told us anything about up to `until`."""
+        names: set[str] = set()
+        guids: set[str] = set()
+        for what, key in self.run("coverage_hosts_read", until=utc_naive(until)):
+            (names if what == "host" else guids).add(key)
+        return names, guids
+
     def node_names(self) -> dict[str, tuple[str, str]]:
         return {r[0]: (r[1], r[2]) for r in self.run("node_names")}
 

@@ -156,7 +156,9 @@ def sample_report() -> Report:
                      "failed_devices": [{"device": "leaf11", "collector": "ssh",
                                          "status": "timeout", "detail": "no answer in 30 s"},
                                         {"device": "leaf12", "collector": "snmp",
-                                         "status": "auth_failed", "detail": "wrong community"}]},
+                                         "status": "auth_failed", "detail": "wrong community"}],
+                     "blind_spots": ["switch syslog missing from leaf<13>&co: their peers "
+                                     "logged link changes they did not"]},
         "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 47, "suspects": 4,
                     "jobs_failed": 9, "jobs_network": 4, "gpu_hours_lost": 508.5},
         "replacements": replacements,
@@ -221,6 +223,8 @@ def test_escaping(sample_html: str) -> None:
 
 def test_sections_and_content(sample_html: str) -> None:
     assert "Audited 46/48 switches, 510/512 hosts" in sample_html
+    assert "What this report could not see" in sample_html
+    assert "switch syslog missing from leaf&lt;13&gt;&amp;co: their peers" in sample_html
     assert sample_html.count('class="suspect-row"') == 4
     assert 'id="suspect-1"' in sample_html and 'id="suspect-4"' in sample_html
     for text in ("IB1/17", "spine02", "MT2147FT01234", "PN MFS1S00-H010V", "fra1 / row B / "
@@ -256,7 +260,7 @@ def empty_report() -> Report:
     return {"title": "Fabric audit", "generated_at": "2026-11-30T06:03:00Z",
             "window": {"since": _iso(SINCE), "until": _iso(UNTIL)},
             "coverage": {"switches_ok": 0, "switches_total": 0, "hosts_ok": 0,
-                         "hosts_total": 0, "failed_devices": []},
+                         "hosts_total": 0, "failed_devices": [], "blind_spots": []},
             "summary": {"switches": 0, "hcas": 0, "links": 0, "flaps": 0, "suspects": 0,
                         "jobs_failed": 0, "jobs_network": 0, "gpu_hours_lost": 0.0},
             "replacements": [], "suspects": [], "timelines": {}, "neighbourhoods": {},
@@ -277,7 +281,7 @@ def test_quiet_window() -> None:
     report = {"title": "Quiet", "generated_at": "2026-11-30T06:03:00Z",
               "window": {"since": "2026-11-29T06:00:00Z", "until": "2026-11-30T06:00:00Z"},
               "coverage": {"switches_ok": 48, "switches_total": 48, "hosts_ok": 0,
-                           "hosts_total": 0, "failed_devices": []},
+                           "hosts_total": 0, "failed_devices": [], "blind_spots": []},
               "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 0,
                           "suspects": 0, "jobs_failed": 0, "jobs_network": 0,
                           "gpu_hours_lost": 0.0},

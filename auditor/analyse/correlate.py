@@ -110,6 +110,8 @@ class Evidence:
     jobs_other: int
     jobs_unexplained: int
     names: dict[str, tuple[str, str]]
+    # failed jobs of the window with no job log and no error line of their hosts (coverage)
+    jobs_without_logs: list[str] = field(default_factory=list)
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -435,6 +437,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         if f.down_at is not None:
             flaps_by_link[link_of(f.ends)].append(f)
     failed = failed_net = failed_other = unexplained = 0
+    no_logs: list[str] = []
     for job in store.jobs_ended(since, until, NETWORK_STATES | {"OUT_OF_MEMORY"}):
         if job["state"] not in NETWORK_STATES and job["state"] != "OUT_OF_MEMORY":
             continue
@@ -448,6 +451,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         mine = view.errors + [
             e for h in set(hosts) for e in errors_by_host.get(h, [])
             if start <= e["event_at"] <= late]
+        if job["job_id"] not in views and not mine:
+            no_logs.append(job["job_id"])
         view = _JobView(mine, view.versions, view.env)
         net = [e for e in mine if e["network"]]
         other = [e for e in mine if not e["network"] and e["kind"] in ("oom", "gpu_error")]
@@ -526,7 +531,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names)
+                    unexplained, names, no_logs)
 
 
 def _survivors(links: dict[LinkKey, LinkEvidence],

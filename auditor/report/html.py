@@ -150,7 +150,9 @@ def _coverage(c: schema.Coverage) -> dict[str, Any]:
               for d in c["failed_devices"]]
     line = f"Audited {', '.join(parts)}" if parts else "Coverage unknown"
     complete = bool(parts) and not failed and all(ok == total for _, ok, total in counts)
-    return {"line": line, "failed": failed, "complete": complete}
+    blind = [_str(n) for n in c["blind_spots"]]
+    return {"line": line, "failed": failed, "complete": complete and not blind,
+            "blind_spots": blind}
 
 
 def _summary(s: schema.Summary) -> list[dict[str, str]]:
