@@ -228,7 +228,8 @@ def test_host_readings_are_stored_placed_and_failures_noted(tmp_path: Path) -> N
     colls = [
         HostCollection("gpu-node-05", "ok", results={
             "sysfs": _ok(sysfs, _sysfs_text(GPU05, 0)), "ibstat": _ok(("ibstat",), "", 127),
-            "mlxlink.mlx5_0": mlx, "ethtool.ib1": _ok(ethtool_command("ib1"), SR4.read_text())},
+            "mlxlink.mlx5_0": mlx, "mlxlink.mlx5_1": _ok(mlxlink_command("mlx5_1"), "", 127),
+            "ethtool.ib1": _ok(ethtool_command("ib1"), SR4.read_text())},
             optics={"mlxlink.mlx5_0": OpticsTarget("mlxlink-module", "mlx5_0", "mlx5_0/1"),
                     "ethtool.ib1": OpticsTarget("ethtool-module", "mlx5_0", "ib1")}),
         HostCollection("gpu-node-07", "ok", results={
@@ -245,6 +246,7 @@ def test_host_readings_are_stored_placed_and_failures_noted(tmp_path: Path) -> N
     assert [(o.device, o.status) for o in out] == [("gpu-node-05", "ok"),
                                                    ("gpu-node-07", "partial")]
     assert "2 optics reading(s)" in out[0].detail
+    assert "mlxlink: not installed" in out[0].detail  # why ib1 was read with ethtool
     assert "mlxlink mlx5_0: exit 1: -E- Failed to open device" in out[1].detail
     # Both modules of gpu-node-05 are placed on mlx5_0, the GUID its own sysfs gave, port 1.
     assert {(r["port_name"], r["guid"], r["port"]) for r in rows} == {

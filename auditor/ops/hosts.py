@@ -262,7 +262,9 @@ class _Host:
         found: dict[str, list[OpticsReading]] = {}
         bodies: dict[str, list[str]] = {}
         known: dict[str, tuple[str, int]] = {}
-        missing: set[str] = set()
+        # mlxlink's 127 is why ethtool was run instead: say so beside what ethtool gave.
+        missing = {"mlxlink" for name, res in coll.results.items()
+                   if name.startswith("mlxlink.") and res.exit_code == _NOT_INSTALLED}
         for name, target in coll.optics.items():
             tool = target.kind.split("-")[0]
             res = coll.results.get(name)
