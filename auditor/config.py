@@ -60,6 +60,10 @@ class SweepSettings:
     ibqueryerrors_args: tuple[str, ...] = ()
     sacct: bool = False  # also read Slurm accounting (sacct -P) in the sweep
     sacct_since: str = "now-1days"
+    # Also read transceiver diagnostics (DDM): per connected switch port over the Onyx CLI, and
+    # mlxlink -m (or ethtool -m) on every [hosts] host. Off by default: one more command per
+    # port, which a large fabric pays on every sweep.
+    optics: bool = False
 
 
 @dataclass(frozen=True, slots=True)

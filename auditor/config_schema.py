@@ -143,6 +143,7 @@ class SweepTable(_Table):
     ibqueryerrors_args: list[str] | None = None
     sacct: bool | None = None
     sacct_since: str | None = None
+    optics: bool | None = None
 
 
 class SwitchSnmpTable(_Table):
