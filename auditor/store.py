@@ -332,6 +332,26 @@ class Store:
         )
         return int(rows[0][0])
 
+    def next_source_ids(self, n: int) -> list[int]:
+        """`n` new source ids, ascending, for `add_sources`."""
+        return [int(r[0]) for r in self.run("source_ids_next", n=n)] if n > 0 else []
+
+    def add_sources(self, rows: Sequence[tuple[int, SourceMeta]]) -> None:
+        """Record several files in one statement, each under an id from `next_source_ids`
+        (`add_source` costs a round trip per file: 5 s of 6,105 job logs, issue #13)."""
+        if not rows:
+            return
+        metas = [m for _, m in rows]
+        now = utc_naive(datetime.now(UTC))
+        self.run("sources_insert_many", source_id=[sid for sid, _ in rows],
+                 kind=[m.kind for m in metas], path=[m.path for m in metas],
+                 sha256=[m.sha256 for m in metas], origin=[m.origin for m in metas],
+                 observed_at=[utc_naive(m.observed_at) for m in metas],
+                 explicit_at=[m.explicit_at for m in metas], ingested_at=[now for _ in metas],
+                 lines_total=[m.lines_total for m in metas],
+                 lines_unparsed=[m.lines_unparsed for m in metas],
+                 records=[m.records for m in metas], options=[m.options for m in metas])
+
     def sources(self) -> list[dict[str, Any]]:
         return self.run_dicts("sources_list")
 
