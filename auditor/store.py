@@ -531,6 +531,15 @@ class Store:
         """Counter increases per port between readings in (since, until]; resets handled."""
         return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
 
+    def data_deltas(self, since: datetime, until: datetime,
+                    guids: Sequence[str]) -> list[dict[str, Any]]:
+        """PortXmitData / PortRcvData increases (4-octet words) per port of `guids` between
+        readings in (since, until]; intervals with a reset or a saturated reading left out."""
+        if not guids:
+            return []
+        return self.run_dicts("data_deltas", since=utc_naive(since), until=utc_naive(until),
+                              guids=sorted(set(guids)))
+
     # -- export (issue #15) -----------------------------------------------------------------
 
     def export_day(self, table: str, day: datetime, path: Path) -> None:
