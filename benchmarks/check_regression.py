@@ -5,7 +5,7 @@ A figure more than --tolerance times slower than recorded is reported as a regre
 script exits 1. Ratios to the in-run baselines are compared too, so a slower machine does not
 count as a regression of the code.
 
-    python benchmarks/check_regression.py [--tolerance 1.5] [--only syslog topology scale]
+    python benchmarks/check_regression.py [--tolerance 1.5] [--only syslog topology scale counters]
     python benchmarks/check_regression.py --record      # after an intended change
 """
 
@@ -24,12 +24,15 @@ BENCHES = {
     "topology": ["bench_topology.py"],
     "syslog": ["bench_syslog.py"],
     "scale": ["bench_scale.py"],
+    "counters": ["bench_counters.py"],
 }
 # figure -> the in-run baseline it is divided by (machine speed cancels out)
 RATIOS = {
     "topology_parse_store_s": "topology_baseline_s",
     "syslog_ingest_s": "syslog_baseline_s",
     "counters_ingest_s": "counters_baseline_s",
+    "counters_snapshot_s": "counters_snapshot_baseline_s",
+    "counters_snapshot_process_s": "counters_snapshot_process_baseline_s",
 }
 
 

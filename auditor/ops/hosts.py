@@ -33,7 +33,7 @@ from auditor.collect.runner import CommandResult, save_capture
 from auditor.config import Settings
 from auditor.errors import ParseError
 from auditor.ingest.logs import CUT, FUTURE_SLACK, bound_event
-from auditor.models import PortEvent
+from auditor.models import CounterTable, PortEvent
 from auditor.ops.switches import DeviceOutcome
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
@@ -186,7 +186,7 @@ class _Host:
         sid = self.store.add_source(SourceMeta("sysfs", self.path("sysfs"), digest,
                                                self.coll.host, self.moment, True, lines, 0,
                                                len(rows)))
-        self.store.add_counters(sid, self.moment, rows)
+        self.store.add_counters(sid, self.moment, CounterTable.from_rows(rows))
 
     def kernel_log(self, kind: str) -> None:
         res = self.coll.results.get(kind)
