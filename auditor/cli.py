@@ -12,7 +12,6 @@ import typer
 from typer.core import TyperGroup
 
 from auditor import config as config_mod
-from auditor.analyse import topology as fabric_mod
 from auditor.errors import AuditorError
 from auditor.report.tables import FORMATS, render_rows, to_json, to_table
 from auditor.safe_text import NAME_MAX, inert
@@ -193,6 +192,8 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
 
+    from auditor.analyse import topology as fabric_mod
+
     _check_format(fmt)
     with _open(_settings(), read_only=True) as store:
         data = fabric_mod.topology(store, _at(at))
@@ -249,6 +250,8 @@ def links(
 
         auditor links --degraded --down --format csv
     """
+
+    from auditor.analyse import topology as fabric_mod
 
     _check_format(fmt)
     with _open(_settings(), read_only=True) as store:
