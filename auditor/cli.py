@@ -247,9 +247,9 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
     \b
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
+    from auditor.analyse import topology as topology_mod
 
     _check_format(fmt)
-    from auditor.analyse import topology as topology_mod
 
     with _open(_settings(), read_only=True) as store:
         data = topology_mod.topology(store, _at(at))
@@ -309,9 +309,9 @@ def links(
     \b
         auditor links --degraded --down --format csv
     """
+    from auditor.analyse import topology as topology_mod
 
     _check_format(fmt)
-    from auditor.analyse import topology as topology_mod
 
     with _open(_settings(), read_only=True) as store:
         rows = topology_mod.links(store, _at(at), degraded_only=degraded, down_only=down)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +15,9 @@ from hypothesis import strategies as st
 from auditor import sql
 from auditor.errors import AuditorError
 from auditor.ingest.captures import _first_lines, detect_kind, ingest_files
+from auditor.models import Job, JobTable
+from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
+from auditor.parse.sacct import parse_sacct
 from auditor.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -137,6 +142,63 @@ def test_one_command_replacing_some_logs_stores_what_one_call_per_log_does(
     jobs = {(row[0], row[1]) for row in stored[0]["job_logs"]}
     assert jobs == {(str(p), "J") for p in second} | {(str(logs[0]), None),
                                                       (str(logs[3]), None)}
+
+
+JOB_PARSERS = {"sacct": parse_sacct, "jobcomp": parse_jobcomp, "jobs_jsonl": parse_jobs_jsonl}
+JOB_CASES = [p for kind in JOB_PARSERS for p in sorted((FIXTURES / kind).glob("*.txt"))
+             if "error" not in json.loads(p.with_suffix(".json").read_text())]
+
+
+def _naive(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.astimezone(UTC).replace(tzinfo=None)
+
+
+@pytest.mark.parametrize("path", JOB_CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_jobs_are_stored_as_parsed(path: Path, db: Path) -> None:
+    """The jobs of every job fixture reach the store as parsed, in line order: every field,
+    NULLs included, and one job_nodes row per host in NodeList order (the jobs go as registered
+    columns, their hosts as one string per job that DuckDB splits)."""
+    zone = json.loads(path.with_suffix(".json").read_text())["params"]["tz"]
+    tz = UTC if zone is None else timezone(timedelta(hours=1)) if zone == "+01:00" \
+        else ZoneInfo(zone)
+    result = JOB_PARSERS[path.parent.name](path.read_text(), tz=tz)
+    jobs = result.jobs
+    with Store(db) as store:
+        store.add_jobs(7, result.table)
+        rows = store._con.execute(
+            "select source_id, job_id, state, start_at, end_at, name, partition, gpus, "
+            "exit_code, line_no from jobs order by rowid").fetchall()
+        hosts = store._con.execute(
+            "select job_id, start_at, host from job_nodes order by rowid").fetchall()
+    assert rows == [(7, j.job_id, j.state, _naive(j.start), _naive(j.end), j.name, j.partition,
+                     j.gpus, j.exit_code, j.line_no) for j in jobs]
+    assert hosts == [(j.job_id, _naive(j.start), h) for j in jobs for h in j.nodes]
+
+
+def test_a_job_stored_again_replaces_its_record(db: Path) -> None:
+    """Same job id and start (no start counts as one): the newer state wins and the host list
+    is replaced; another start (a requeued attempt) is a record of its own."""
+    start = datetime(2026, 11, 30, 6, tzinfo=UTC)
+
+    def table(*jobs: Job) -> JobTable:
+        out = JobTable()
+        for job in jobs:
+            out.append(job)
+        return out
+
+    with Store(db) as store:
+        store.add_jobs(1, table(Job("5", "RUNNING", start, None, ("a", "b")),
+                                Job("6", "PENDING", None, None, ())))
+        store.add_jobs(2, table(Job("5", "FAILED", start, start + timedelta(hours=1), ("a",)),
+                                Job("5", "FAILED", start + timedelta(hours=2), None, ("c",)),
+                                Job("6", "CANCELLED", None, None, ())))
+        rows = store._con.execute(
+            "select source_id, job_id, state, start_at from jobs order by all").fetchall()
+        hosts = store._con.execute("select job_id, host from job_nodes order by all").fetchall()
+    assert rows == [(2, "5", "FAILED", _naive(start)),
+                    (2, "5", "FAILED", _naive(start + timedelta(hours=2))),
+                    (2, "6", "CANCELLED", None)]
+    assert hosts == [("5", "a"), ("5", "c")]
 
 
 def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None:

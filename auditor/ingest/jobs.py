@@ -14,6 +14,7 @@ it stored.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import re
 from collections import Counter
@@ -118,11 +119,20 @@ def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
 
 
 def _jobs(kind: str, text: str, tz: tzinfo) -> JobsResult:
-    if kind == "sacct":
-        return parse_sacct(text, tz=tz)
-    if kind == "jobcomp":
-        return parse_jobcomp(text, tz=tz)
-    return parse_jobs_jsonl(text, tz=tz)
+    # A scheduler export makes a few hundred thousand objects that all live on and hold no
+    # cycle: the collector cannot free any of them, and running it cost 9 % of reading sacct
+    # (0.07 s of 0.79 s of CPU for 99,990 jobs), so it is paused meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        if kind == "sacct":
+            return parse_sacct(text, tz=tz)
+        if kind == "jobcomp":
+            return parse_jobcomp(text, tz=tz)
+        return parse_jobs_jsonl(text, tz=tz)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _issues(unparsed: Sequence[tuple[int, str, str]]
@@ -172,7 +182,7 @@ class _JobFile:
     @property
     def records(self) -> int:
         if self.jobs is not None:
-            return len(self.jobs.jobs)
+            return len(self.jobs.table)
         if self.log is not None:
             return len(self.log.errors)
         return len(self.addresses or self.windows or self.locations or self.cables or [])
@@ -282,7 +292,7 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
                                                 if why not in _READ_ANYWAY),
                                             item.records, options)))
             if item.jobs is not None:
-                store.add_jobs(sid, item.jobs.jobs)
+                store.add_jobs(sid, item.jobs.table)
             if item.addresses is not None:
                 store.add_host_addresses(sid, item.addresses)
             if item.windows is not None:
