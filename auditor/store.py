@@ -581,6 +581,14 @@ class Store:
         """The newest thresholds of each module and quantity."""
         return self.run_dicts("optics_thresholds_latest")
 
+    def optics_daily(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Each module's and lane's daily median readings in the window, oldest day first."""
+        return self.run_dicts("optics_daily", since=utc_naive(since), until=utc_naive(until))
+
+    def optics_thresholds_at(self, until: datetime) -> list[dict[str, Any]]:
+        """The newest thresholds of each module and quantity read up to `until`."""
+        return self.run_dicts("optics_thresholds_asof", until=utc_naive(until))
+
     # -- jobs -----------------------------------------------------------------------------------
 
     def add_jobs(self, source_id: int, jobs: Sequence[Job]) -> None:
