@@ -480,6 +480,47 @@ def _label_end(end: dict[str, Any]) -> str:
     return f"{_name(end)} {end['label']}".strip()
 
 
+WATCH_COLUMNS = ["rank", "device", "port_name", "serial_number", "part_number", "lane", "rule",
+                 "trend", "days_to_threshold", "threshold", "strength", "strong", "peer"]
+
+
+@app.command("watch-list")
+def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
+                   fmt: FormatOpt = "table") -> None:
+    """Transceivers whose diagnostics (temperature, Vcc, per-lane Tx bias, Tx and Rx power)
+    trend toward failure, strongest first: each module and lane with the trend that says so,
+    the estimated days to its own warning or alarm threshold, and a strength (0-1). `--since`
+    is the history the trends are fitted on. Links whose trends are strong also show up in
+    `suspects` with verdict `transceiver`.
+
+    Example:
+
+    \b
+        auditor watch-list --since 30d
+        auditor watch-list --until 2026-11-30T06:00:00Z --format json
+    """
+    from auditor.analyse.optics import as_json, watch_list
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    start, end = _window(since, until)
+    with _open(settings, read_only=True) as store:
+        found = watch_list(store, utc_naive(start), utc_naive(end), settings.optics)
+    data = as_json(found, settings.optics)
+    if fmt == "json":
+        _out(to_json(data))
+        return
+    rows = [{k: w[k] for k in WATCH_COLUMNS} for w in data["watch"]]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv", columns=WATCH_COLUMNS))
+        return
+    _out(f"window {data['window']['since']} .. {data['window']['until']}: "
+         f"{data['modules']} module(s) read, {data['watched']} watched")
+    _out(render_rows(rows, "table", columns=[c for c in WATCH_COLUMNS if c != "peer"],
+                     title="optics watch list, strongest first"))
+
+
 @app.command()
 def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
     """Raw port state changes in a window, oldest first, each with its source file and line.

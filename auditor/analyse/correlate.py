@@ -41,6 +41,7 @@ from typing import Any
 from auditor import graph
 from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
+from auditor.analyse.optics import WatchList, watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
@@ -110,6 +111,8 @@ class Evidence:
     jobs_other: int
     jobs_unexplained: int
     names: dict[str, tuple[str, str]]
+    # Transceiver diagnostics trends over `[optics] history_days` before `until` (issue #14).
+    watch: WatchList | None = None
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -525,8 +528,11 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         else:
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
+    # Optics trends need weeks of readings, whatever the window asked about (issue #14).
+    watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
+                       names=names)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names)
+                    unexplained, names, watch)
 
 
 def _survivors(links: dict[LinkKey, LinkEvidence],

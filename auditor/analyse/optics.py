@@ -402,9 +402,10 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
                 continue
             name, v = ahead[0]
             days = max(0.0, (v - now) / fit.slope)
-            if days > cfg.horizon_days:
-                continue
             past_warning = bool(crossed)
+            # Past its warning and still going: watched however far the alarm is.
+            if days > cfg.horizon_days and not past_warning:
+                continue
             strength = 0.9 if past_warning else 0.4 + 0.5 * (1 - days / cfg.horizon_days)
             lead = (f"{what} {_fmt(quantity, level)} is past its {side} warning "
                     f"{_fmt(quantity, crossed[0][1])} and still " if past_warning
