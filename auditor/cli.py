@@ -847,6 +847,12 @@ def simulate(
     lost_switch_logs: Annotated[int | None, typer.Option(
         "--lost-switch-logs", help="switches left out of logs/switches.log (default 0)")
     ] = None,
+    optics: Annotated[bool, typer.Option(
+        "--optics", help="a daily `ethtool -m` of every host port (optics/), and transceivers "
+        "that age before they flap (needs --days 8 or more)")] = False,
+    ageing_optics: Annotated[int | None, typer.Option(
+        "--ageing-optics", help="how many transceivers age (with --optics; default one per "
+        "32 host links, at least 3)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -857,6 +863,7 @@ def simulate(
     \b
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
+        auditor simulate --out /tmp/ageing --optics --days 21
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -874,14 +881,16 @@ def simulate(
                 None if v.lower() in ("default", "none") else int(v) for v in words)
         given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
-                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs}
+                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
+                 "optics": optics or None, "ageing_optics": ageing_optics}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
         raise AuditorError(f"simulate: {exc}") from None
+    ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
-         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
+         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
          f"ground truth in {out / 'truth.json'}")
 
 
