@@ -372,6 +372,10 @@ def _past(value: float, limit: float, low: bool) -> bool:
     return value < limit if low else value > limit
 
 
+def _due(days: float) -> str:
+    return "within a day" if days < 1 else f"in about {days:.0f} days"
+
+
 def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> list[Finding]:
     """Toward the module's own thresholds; past the warning with or without a trend."""
     series = h.series(lane, quantity)
@@ -413,7 +417,7 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
             out.append(Finding(
                 "drift", quantity,
                 f"{lead}{_rate(quantity, fit.slope)} over {fit.span + 1} days: its {side} "
-                f"{name} {_fmt(quantity, v)} in about {days:.0f} day(s)",
+                f"{name} {_fmt(quantity, v)} {_due(days)}",
                 round(strength, 2), round(days, 1), name, trending_past_warning=past_warning))
         elif crossed:
             name, v = crossed[-1]
@@ -503,12 +507,16 @@ def laser_ageing(h: History, lane: int, cfg: OpticsSettings) -> list[Finding]:
                 "ageing")
     days: float | None = None
     name: str | None = None
+    level = recent(bias)
     limits = _limits(h.thresholds.get("tx_bias_ma"), low=False)
-    if limits:
-        name, v = limits[0]
-        now = fit.at(fit.last_x)
-        days = round(max(0.0, (v - now) / fit.slope), 1)
-        sentence += f"; its high {name} {v:.2f} mA in about {days:.0f} day(s)"
+    ahead = [(n, v) for n, v in limits if level is not None and not _past(level, v, False)]
+    if ahead:
+        name, v = ahead[0]
+        days = round(max(0.0, (v - fit.at(fit.last_x)) / fit.slope), 1)
+        sentence += f"; its high {name} {v:.2f} mA {_due(days)}"
+    elif limits:
+        name, days = limits[-1][0], 0.0
+        sentence += f"; already past its high {name} {limits[-1][1]:.2f} mA"
     strength = min(0.8, 0.4 + rise / 100)
     return [Finding("laser_ageing", "tx_bias_ma", sentence, round(strength, 2), days, name)]
 
@@ -613,7 +621,7 @@ def where(w: Watch) -> str:
 def evidence_line(w: Watch) -> str:
     """One evidence sentence of a suspect: where, the lane and the strongest trend."""
     lane = f" lane {w.lane}" if w.lane is not None else ""
-    due = (f"; about {w.days_to_threshold:.0f} day(s) to its {w.threshold} threshold"
+    due = (f"; its {w.threshold} threshold {_due(w.days_to_threshold)}"
            if w.days_to_threshold is not None and w.top.days_to_threshold is None else "")
     return (f"optics{lane} of the module in {where(w)}: {w.top.sentence}{due} "
             f"(watch strength {w.strength:.2f}, {w.days} days of diagnostics)")
@@ -689,3 +697,49 @@ def as_json(wl: WatchList, cfg: OpticsSettings) -> dict[str, Any]:
         "watched": len(wl.watches),
         "watch": [watch_json(i, w, cfg) for i, w in enumerate(wl.watches, 1)],
     }
+
+
+# --- what the report plots ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One quantity of one module over its days: every lane (None: the module itself) and the
+    module's own limits on the side the quantity fails on."""
+
+    module: Module
+    quantity: str
+    lanes: dict[int | None, list[tuple[date, float]]]
+    warning: float | None
+    alarm: float | None
+    watched_lane: int | None  # the lane a watch is about, drawn in front
+    watched: bool
+
+
+# Powers fail low, bias and temperature high; Vcc is drawn against its low limits (a sagging
+# supply is what fails modules; a high one trips the host's own protection first).
+_FAILS_LOW = {"rx_power_dbm": True, "tx_power_dbm": True, "vcc_v": True, "tx_bias_ma": False,
+              "temperature_c": False}
+
+
+def trace(h: History, watches: Sequence[Watch]) -> Trace | None:
+    """The quantity to show for a module: what its strongest watch is about, else Rx power."""
+    mine = [w for w in watches if w.module.key == h.module.key]
+    best = max(mine, key=lambda w: w.strength) if mine else None
+    order = [best.top.quantity] if best is not None else []
+    order += ["rx_power_dbm", "tx_bias_ma", "temperature_c"]
+    for q in order:
+        lanes: dict[int | None, list[tuple[date, float]]] = {}
+        if q in MODULE_QUANTITIES:
+            if h.module_series.get(q):
+                lanes[None] = [(h.day(x), v) for x, v in h.module_series[q]]
+        else:
+            lanes = {n: [(h.day(x), v) for x, v in s[q]]
+                     for n, s in sorted(h.lanes.items()) if s.get(q)}
+        if not lanes:
+            continue
+        limits = dict(_limits(h.thresholds.get(q), _FAILS_LOW[q]))
+        return Trace(h.module, q, lanes, limits.get("warning"), limits.get("alarm"),
+                     best.lane if best is not None and q == best.top.quantity else None,
+                     best is not None)
+    return None

@@ -274,7 +274,11 @@ def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings) -> 
             out.append(suspect)
         suspect.points += 2 * best.strength
         suspect.component = "transceiver"
-        suspect.evidence += [optics_evidence(w) for w in strong]
+        # A hot module's every lane trends with it: the two strongest say it, the rest count.
+        strong.sort(key=lambda w: -w.strength)
+        suspect.evidence += [optics_evidence(w) for w in strong[:2]]
+        if len(strong) > 2:
+            suspect.evidence.append(f"{len(strong) - 2} more optics watch(es) on this link")
         suspect.action = optics_action(best)
         suspect.optics = [watch_json(i, w, cfg.optics) for i, w in enumerate(strong, 1)]
 

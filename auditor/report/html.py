@@ -18,7 +18,7 @@ import io
 import itertools
 import re
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, overload
 
 import jinja2
@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from auditor.analyse.optics import LABEL
 from auditor.report import schema
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
@@ -43,8 +44,12 @@ _SUSPECT = "#d93025"
 _SWITCH = "#5f6368"
 _HCA = "#1a73e8"
 
+_WARNING = "#a15c00"
+_LANE = "#9aa0a6"
+
 # Beyond these a plot becomes unreadable; what is cut is said on the plot.
 _MAX_HEATMAP_ROWS = 40
+_MAX_WATCH_ROWS = 50  # the watch list's table; report.json has every entry
 _MAX_TIER_NODES = 24
 _MAX_JOB_LABELS = 9
 
@@ -179,6 +184,33 @@ def _tracking(rows: list[schema.Tracking]) -> list[dict[str, str]]:
     return out
 
 
+def _watch(rows: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for w in rows[:_MAX_WATCH_ROWS]:
+        days = w["days_to_threshold"]
+        out.append({
+            "rank": str(w["rank"]), "device": _name(w["device"]), "port": _str(w["port_name"]),
+            "serial": _str(w["serial_number"]), "part": _str(w["part_number"]),
+            "lane": "" if w["lane"] is None else str(w["lane"]), "trend": _str(w["trend"]),
+            "days": "" if days is None else
+            f"{'<1' if days < 1 else f'{days:.0f}'} ({_str(w['threshold'])})",
+            "strength": _number(w["strength"], 2), "strong": bool(w["strong"]),
+        })
+    return out
+
+
+def _trend_cards(traces: list[schema.OpticsTrace], uid: str) -> list[dict[str, str]]:
+    out = []
+    for i, t in enumerate(traces):
+        what = LABEL.get(t["quantity"], _str(t["quantity"]))
+        serial = f", S/N {_str(t['serial_number'])}" if t["serial_number"] else ""
+        caption = f"{_name(t['device'])} {_str(t['port_name'])}{serial}: {what}"
+        svg = _trend_svg(t, f"{uid}-{i}", caption)
+        if svg is not None:
+            out.append({"caption": caption, "svg": svg})
+    return out
+
+
 def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
     since, until = _when(report["window"]["since"]), _when(report["window"]["until"])
     replacements = [_replacement(r) for r in report["replacements"]]
@@ -195,6 +227,8 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
             if timeline is not None and until > since else None,
             "hood_svg": hood_plot[0] if hood_plot else None,
             "hood_wide": bool(hood_plot and hood_plot[1]),
+            "trends": _trend_cards(report.get("optics_trends", {}).get(str(rep["priority"]),
+                                                                       []), f"tr{n}"),
         })
     return {
         "title": _str(report["title"]),
@@ -207,6 +241,8 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
         "top_n": top_n,
         "heatmap_svg": _heatmap_svg(report["heatmap"], "hm"),
         "tracking": _tracking(report["tracking"]),
+        "watch": _watch(list(report.get("watch_list", []))),
+        "watch_total": len(report.get("watch_list", [])),
     }
 
 
@@ -339,6 +375,46 @@ def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, u
         ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
                   frameon=False, fontsize=7)
         return _svg(fig, uid, f"Timeline of {name}")
+
+
+def _trend_svg(t: schema.OpticsTrace, uid: str, name: str) -> str | None:
+    """A module's daily medians: every lane thin and grey, the watched lane (or the module's
+    own quantity) in front, and its warning and alarm limits dashed."""
+    series = [(s["lane"], [(date.fromisoformat(d), v) for d, v in s["points"]])
+              for s in t["series"] if s["points"]]
+    if not series:
+        return None
+    first = min(d for _, pts in series for d, _ in pts)
+    last = max(d for _, pts in series for d, _ in pts)
+    unit = _str(t["unit"])
+    with _style():
+        fig = Figure(figsize=(7.0, 1.9))
+        ax = fig.add_subplot()
+        for lane, pts in sorted(series, key=lambda s: s[0] == t["lane"]):
+            front = lane is None or lane == t["lane"]
+            ax.plot([(d - first).days for d, _ in pts], [v for _, v in pts],
+                    color=_SUSPECT if front and t["watched"] else (_HCA if front else _LANE),
+                    linewidth=2.0 if front else 0.9, marker="o" if front else None,
+                    markersize=2.5, zorder=3 if front else 2,
+                    label=f"lane {lane}" if lane is not None else LABEL.get(t["quantity"], ""))
+        for value, colour, word in ((t["warning"], _WARNING, "warning"),
+                                    (t["alarm"], _STILL_DOWN, "alarm")):
+            if value is not None:
+                ax.axhline(value, color=colour, linestyle="--", linewidth=1)
+                ax.text(1.0, value, f" {word} {value:g} {unit}", color=colour, fontsize=7,
+                        va="center", ha="left", transform=ax.get_yaxis_transform(),
+                        clip_on=False)
+        span = max((last - first).days, 1)
+        step = max(1, span // 7)
+        ticks = list(range(0, span + 1, step))
+        ax.set_xticks(ticks, [(first + timedelta(days=x)).strftime("%d %b") for x in ticks])
+        ax.set_xlim(-0.3, span + 0.3)
+        ax.set_ylabel(unit)
+        ax.grid(color="#e0e0e0", linewidth=0.6)
+        if len(series) > 1:
+            ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(series),
+                      frameon=False, fontsize=7)
+        return _svg(fig, uid, f"Diagnostics trend of {name}")
 
 
 def _layout(nodes: list[dict[str, Any]], ends: set[str]) -> dict[str, tuple[float, float]]:

@@ -21,7 +21,7 @@ from auditor.simulate.scenario.fabric import (
 from auditor.simulate.scenario.faults import _Flap, _lost_switches, _NodeKey, _Plan, _plan_faults
 from auditor.simulate.scenario.formats import _ibqueryerrors, _switch_log
 from auditor.simulate.scenario.jobs import _assign_sacct_ids, _Job, _sacct, _schedule_jobs
-from auditor.simulate.scenario.optics import ethtool_m, file_name, plan_ageing, readings
+from auditor.simulate.scenario.optics import PART, ethtool_m, file_name, plan_ageing, readings
 from auditor.simulate.scenario.optics import truth as optics_truth
 from auditor.simulate.scenario.options import Scenario, ScenarioOptions
 from auditor.simulate.scenario.truth import (
@@ -134,7 +134,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         for n, (h, s, e, _) in enumerate(maint)))
 
     write("inventory.csv", _inventory(fab))
-    write("cabling.csv", _cabling(fab))
+    write("cabling.csv", _cabling(fab, None if optics is None else {
+        m.hca: (PART, m.serial) for m in optics.modules}))
     ageing: tuple[AgeingOptic, ...] = ()
     if optics is not None:
         for reading in readings(sc, fab, optics):
