@@ -79,9 +79,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             folder = Path(tmp) / "scenario"
+            # Few jobs: the watch list reads only the topology and the modules, and a month
+            # of a busy cluster's jobs takes longer to write than everything else here.
             sc = Scenario(seed=seed, spines=args.spines, leaves=args.leaves,
-                          hosts_per_leaf=args.hosts, days=args.days, optics=True,
-                          ageing_optics=args.ageing)
+                          hosts_per_leaf=args.hosts, days=args.days, jobs_per_day=20,
+                          optics=True, ageing_optics=args.ageing)
             truth = write_scenario(folder, sc)
             db = Path(tmp) / "a.duckdb"
             with Store(db) as store:

@@ -241,3 +241,15 @@ def test_too_few_days_is_no_trend(tmp_path: Path) -> None:
     readings = module("NEW", rx=rx, days=4)
     assert run(tmp_path, readings, days=4).watches == []  # min_days 5
     assert run(tmp_path / "b", readings, days=4, cfg=OpticsSettings(min_days=3)).watches
+
+
+def test_a_modules_own_quantities_count_days_not_lanes(tmp_path: Path) -> None:
+    """Temperature and Vcc come once per reading however many lanes it has: three days of a
+    heating module are three points, not twelve."""
+    def temp(d: int) -> float:
+        return 40.0 + 10.0 * d
+
+    readings = module("HEAT", temp=temp, days=3)
+    assert run(tmp_path, readings, days=3, cfg=OpticsSettings(min_days=4)).watches == []
+    hot = run(tmp_path / "b", readings, days=3, cfg=OpticsSettings(min_days=3))
+    assert rules(hot, "HEAT") == {None: {"drift"}}

@@ -287,6 +287,9 @@ def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
     """Histories from the store's daily rows (`Store.optics_daily`) and thresholds
     (`Store.optics_thresholds_at`); day 0 is `start`."""
     out: dict[ModuleKey, History] = {}
+    # Every lane's row repeats its module's temperature and Vcc: one value per module and day.
+    module_days: dict[ModuleKey, dict[str, dict[int, float]]] = defaultdict(
+        lambda: defaultdict(dict))
     for r in rows:
         key = (r["device"], r["port_name"], r["serial_number"])
         h = out.get(key)
@@ -300,18 +303,15 @@ def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
         for q in MODULE_QUANTITIES:
             v = _finite(r[q], q)
             if v is not None:
-                s = h.module_series.setdefault(q, [])
-                if not s or s[-1][0] != x:  # every lane repeats the module's own values
-                    s.append((x, v))
+                module_days[key][q].setdefault(x, v)
         if r["lane"] is not None:
             lane = h.lanes.setdefault(int(r["lane"]), {})
             for q in LANE_QUANTITIES:
                 v = _finite(r[q], q)
                 if v is not None:
                     lane.setdefault(q, []).append((x, v))
-    for h in out.values():
-        for s in h.module_series.values():
-            s.sort()
+    for key, quantities in module_days.items():
+        out[key].module_series = {q: sorted(days.items()) for q, days in quantities.items()}
     for t in limits:
         h = out.get((t["device"], t["port_name"], t["serial_number"]))
         if h is not None and t["quantity"] in OPTICS_QUANTITIES:
@@ -600,9 +600,9 @@ def assess(hs: dict[ModuleKey, History], cfg: OpticsSettings, since: datetime, u
             found[lane] += link_budget(h, lane, peer_h, peer_name, cfg)
             found[lane] += laser_ageing(h, lane, cfg)
             found[lane] += by_cohort.get((key, lane), [])
-        for where_, findings in found.items():
+        for lane_key, findings in found.items():
             if findings:
-                watches.append(Watch(h.module, where_, findings, h.days, h.last_at, peer,
+                watches.append(Watch(h.module, lane_key, findings, h.days, h.last_at, peer,
                                      peer_name or None))
     watches.sort(key=lambda w: (-w.strength, w.days_to_threshold if w.days_to_threshold
                                 is not None else math.inf, w.module.device,
