@@ -582,7 +582,8 @@ class Store:
         return self.run_dicts("optics_thresholds_latest")
 
     def optics_daily(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        """Each module's and lane's daily median readings in the window, oldest day first."""
+        """Per module and lane, the daily medians of the window as lists (day numbers from
+        the day of `since`)."""
         return self.run_dicts("optics_daily", since=utc_naive(since), until=utc_naive(until))
 
     def optics_thresholds_at(self, until: datetime) -> list[dict[str, Any]]:

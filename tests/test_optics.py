@@ -4,13 +4,14 @@ list, zero thresholds as no limit, and the robust fit itself."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from auditor.analyse.optics import WatchList, theil_sen, watch_list
+from auditor.analyse.optics import History, Module, WatchList, fit_all, theil_sen, watch_list
 from auditor.config import OpticsSettings
 from auditor.models import LaneReading, OpticsReading, Thresholds
 from auditor.store import SourceMeta, Store, utc_naive
@@ -253,3 +254,22 @@ def test_a_modules_own_quantities_count_days_not_lanes(tmp_path: Path) -> None:
     assert run(tmp_path, readings, days=3, cfg=OpticsSettings(min_days=4)).watches == []
     hot = run(tmp_path / "b", readings, days=3, cfg=OpticsSettings(min_days=3))
     assert rules(hot, "HEAT") == {None: {"drift"}}
+
+
+def test_the_batch_fit_is_theil_sen() -> None:
+    """`fit_all` (numpy, many series at once) draws the line `theil_sen` draws, also for
+    series with missing days and different lengths."""
+    rng = random.Random(3)  # noqa: S311 - test data
+    h = History(Module("d", "p", "s", None, None, None, None, None), START.date(), START)
+    for lane in range(1, 30):
+        days = sorted(rng.sample(range(30), rng.randint(5, 30)))
+        h.lanes[lane] = {"rx_power_dbm": [(x, rng.gauss(-2, 1) - 0.1 * lane * x) for x in days]}
+    fit_all([h], OpticsSettings())
+    for lane, q in h.lanes.items():
+        one = theil_sen(q["rx_power_dbm"])
+        batch = h.fits[(lane, "rx_power_dbm")]
+        assert one is not None
+        assert (batch.first_x, batch.last_x) == (one.first_x, one.last_x)
+        for a, b in ((batch.slope, one.slope), (batch.intercept, one.intercept),
+                     (batch.noise, one.noise)):
+            assert a == pytest.approx(b, abs=1e-9)

@@ -96,6 +96,9 @@ class History:
     module_series: dict[str, Series] = field(default_factory=dict)
     lanes: dict[int, dict[str, Series]] = field(default_factory=dict)
     thresholds: dict[str, Thresholds] = field(default_factory=dict)
+    # Theil-Sen fits of the series above with at least `min_days` days: (lane, quantity), the
+    # lane None for temperature and Vcc (`fit_all`).
+    fits: dict[tuple[int | None, str], Fit] = field(default_factory=dict)
 
     @property
     def days(self) -> int:
@@ -111,6 +114,10 @@ class History:
 
     def day(self, x: int) -> date:
         return self.start + timedelta(days=x)
+
+    def fit(self, lane: int | None, quantity: str) -> Fit | None:
+        """The stored series' fit (`fit_all`); None for fewer than `min_days` days."""
+        return self.fits.get((None if quantity in MODULE_QUANTITIES else lane, quantity))
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,12 +256,9 @@ def _floor(quantity: str, cfg: OpticsSettings, base: float) -> float:
     return abs(base) * cfg.min_drift_bias_pct / 100
 
 
-def trend(series: Series, quantity: str, cfg: OpticsSettings) -> Fit | None:
-    """The series' fit when it is a trend: enough days, a change well above the scatter and
-    above the quantity's floor; else None."""
-    if len(series) < cfg.min_days:
-        return None
-    fit = theil_sen(series)
+def significant(fit: Fit | None, quantity: str, cfg: OpticsSettings) -> Fit | None:
+    """The fit when it is a trend: a change well above the scatter and above the quantity's
+    floor; else None."""
     if fit is None or fit.span <= 0:
         return None
     change = abs(fit.change)
@@ -263,29 +267,64 @@ def trend(series: Series, quantity: str, cfg: OpticsSettings) -> Fit | None:
     return fit
 
 
+def trend(series: Series, quantity: str, cfg: OpticsSettings) -> Fit | None:
+    """A derived series' trend (a gap, a loss): enough days and `significant`."""
+    return significant(theil_sen(series), quantity, cfg) if len(series) >= cfg.min_days else None
+
+
+def fit_all(hs: Iterable[History], cfg: OpticsSettings) -> None:
+    """Every stored series' Theil-Sen fit at once (numpy), into `History.fits`: the same line
+    as `theil_sen`, series with the same days as one matrix (a fabric's 100,000 series cost
+    1-2 s one by one in Python, a fraction of a second here)."""
+    import numpy as np  # only when there are readings: `suspects` does not pay its import
+
+    groups: dict[tuple[int, ...], list[tuple[History, int | None, str, list[float]]]] = \
+        defaultdict(list)
+    for h in hs:
+        items: list[tuple[int | None, str, Series]] = [
+            (None, q, ser) for q, ser in h.module_series.items()]
+        items += [(n, q, ser) for n, lane in h.lanes.items() for q, ser in lane.items()]
+        for lane_no, q, ser in items:
+            if len(ser) >= max(cfg.min_days, 2):
+                groups[tuple(x for x, _ in ser)].append((h, lane_no, q, [v for _, v in ser]))
+    for xs, members in groups.items():
+        x = np.asarray(xs, dtype=float)
+        i, j = np.triu_indices(len(xs), 1)
+        dx = x[j] - x[i]
+        for start in range(0, len(members), 4096):  # bounded memory: 4,096 x 435 slopes
+            part = members[start:start + 4096]
+            y = np.asarray([m[3] for m in part], dtype=float)
+            slope = np.median((y[:, j] - y[:, i]) / dx, axis=1)
+            intercept = np.median(y - slope[:, None] * x, axis=1)
+            resid = y - (intercept[:, None] + slope[:, None] * x)
+            centre = np.median(resid, axis=1)
+            noise = 1.4826 * np.median(np.abs(resid - centre[:, None]), axis=1)
+            for (h, lane_no, q, _), a, b, e in zip(part, slope.tolist(), intercept.tolist(),
+                                                  noise.tolist(), strict=True):
+                h.fits[(lane_no, q)] = Fit(a, b, e, xs[0], xs[-1])
+
+
 # --- reading the store ------------------------------------------------------------------------
 
 
-def _finite(value: Any, quantity: str) -> float | None:
-    if value is None:
-        return None
-    v = float(value)
-    if math.isnan(v):
-        return None
-    if math.isinf(v):
-        return DARK_DBM if quantity.endswith("_dbm") and v < 0 else None
-    return v
+_INF = (math.inf, -math.inf)
 
 
-def _day(value: Any) -> date:
-    day: date = value.date() if isinstance(value, datetime) else value
-    return day
+def _series(days: list[int], values: list[Any], quantity: str) -> Series:
+    """(day, value) of the days that have a value. -inf dBm (0 mW, a dark lane) becomes
+    DARK_DBM; NaN and other infinities are no reading."""
+    out = [(x, float(v)) for x, v in zip(days, values, strict=True) if v is not None and v == v]
+    if any(v in _INF for _, v in out):
+        dark = quantity.endswith("_dbm")
+        out = [(x, DARK_DBM if dark and v == -math.inf else v) for x, v in out
+               if not (math.isinf(v) and not (dark and v < 0))]
+    return out
 
 
 def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
               start: date) -> dict[ModuleKey, History]:
-    """Histories from the store's daily rows (`Store.optics_daily`) and thresholds
-    (`Store.optics_thresholds_at`); day 0 is `start`."""
+    """Histories from the store's rows (`Store.optics_daily`: one per module and lane, day
+    numbers from `start`) and thresholds (`Store.optics_thresholds_at`)."""
     out: dict[ModuleKey, History] = {}
     # Every lane's row repeats its module's temperature and Vcc: one value per module and day.
     module_days: dict[ModuleKey, dict[str, dict[int, float]]] = defaultdict(
@@ -299,19 +338,17 @@ def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
             h = out[key] = History(module, start, r["last_at"])
         elif r["last_at"] >= h.last_at:
             h.last_at, h.module = r["last_at"], module  # the newest identity and placement
-        x = (_day(r["day"]) - start).days
+        days = [int(x) for x in r["days"]]
         for q in MODULE_QUANTITIES:
-            v = _finite(r[q], q)
-            if v is not None:
+            for x, v in _series(days, r[q], q):
                 module_days[key][q].setdefault(x, v)
         if r["lane"] is not None:
             lane = h.lanes.setdefault(int(r["lane"]), {})
             for q in LANE_QUANTITIES:
-                v = _finite(r[q], q)
-                if v is not None:
-                    lane.setdefault(q, []).append((x, v))
+                if ser := _series(days, r[q], q):
+                    lane[q] = ser
     for key, quantities in module_days.items():
-        out[key].module_series = {q: sorted(days.items()) for q, days in quantities.items()}
+        out[key].module_series = {q: sorted(d.items()) for q, d in quantities.items()}
     for t in limits:
         h = out.get((t["device"], t["port_name"], t["serial_number"]))
         if h is not None and t["quantity"] in OPTICS_QUANTITIES:
@@ -339,7 +376,9 @@ def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettin
     limits = store.optics_thresholds_at(until)
     peers = store.port_peers(until) if peers is None else peers
     names = store.node_names() if names is None else names
-    return assess(histories(rows, limits, since.date()), cfg, since, until, peers, names)
+    hs = histories(rows, limits, since.date())
+    fit_all(hs.values(), cfg)
+    return assess(hs, cfg, since, until, peers, names)
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -383,7 +422,7 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
     if level is None:
         return []
     t = h.thresholds.get(quantity)
-    fit = trend(series, quantity, cfg)
+    fit = significant(h.fit(lane, quantity), quantity, cfg)
     what = _what(lane, quantity)
     out: list[Finding] = []
     for low in (True, False):
@@ -485,7 +524,7 @@ def link_budget(h: History, lane: int, peer: History | None, peer_name: str,
 def laser_ageing(h: History, lane: int, cfg: OpticsSettings) -> list[Finding]:
     """Tx bias rising while temperature and Vcc hold still: the laser itself."""
     bias = h.series(lane, "tx_bias_ma")
-    fit = trend(bias, "tx_bias_ma", cfg)
+    fit = significant(h.fit(lane, "tx_bias_ma"), "tx_bias_ma", cfg)
     if fit is None or fit.slope <= 0:
         return []
     first = fit.at(fit.first_x)
@@ -521,13 +560,18 @@ def laser_ageing(h: History, lane: int, cfg: OpticsSettings) -> list[Finding]:
     return [Finding("laser_ageing", "tx_bias_ma", sentence, round(strength, 2), days, name)]
 
 
-def _robust_z(value: float, population: list[float]) -> tuple[float, float]:
+def _centre(population: list[float]) -> tuple[float, float]:
+    """Median and robust spread (1.4826 x MAD) of a cohort's values."""
     centre = median(population)
-    spread = 1.4826 * median(abs(v - centre) for v in population)
+    return centre, 1.4826 * median(abs(v - centre) for v in population)
+
+
+def _z(value: float, centre: float, spread: float) -> float:
     # A cohort of identical readings has no spread: any difference is "far", the floors of
     # the caller decide.
-    return centre, (value - centre) / spread if spread > 0 else math.copysign(math.inf,
-                                                                               value - centre)
+    if spread > 0:
+        return (value - centre) / spread
+    return math.copysign(math.inf, value - centre) if value != centre else 0.0
 
 
 def cohorts(hs: Sequence[History], cfg: OpticsSettings) -> dict[tuple[ModuleKey, int | None],
@@ -545,8 +589,9 @@ def cohorts(hs: Sequence[History], cfg: OpticsSettings) -> dict[tuple[ModuleKey,
         who = f"{len(members)} {part} modules" + (f" (firmware {firmware})" if firmware else "")
         temps = {h.module.key: lv for h in members
                  if (lv := recent(h.series(None, "temperature_c"))) is not None}
+        centre, spread = _centre(list(temps.values())) if temps else (0.0, 0.0)
         for key, value in temps.items():
-            centre, z = _robust_z(value, list(temps.values()))
+            z = _z(value, centre, spread)
             if z >= cfg.cohort_z and value - centre >= cfg.cohort_c:
                 out[(key, None)].append(_cohort_finding(
                     "temperature_c", f"temperature {value:.1f} C against {centre:.1f} C for the "
@@ -556,9 +601,9 @@ def cohorts(hs: Sequence[History], cfg: OpticsSettings) -> dict[tuple[ModuleKey,
                       if (lv := recent(h.series(n, q))) is not None}
             if len(levels) < cfg.cohort_min:
                 continue
-            population = list(levels.values())
+            centre, spread = _centre(list(levels.values()))
             for (key, n), value in levels.items():
-                centre, z = _robust_z(value, population)
+                z = _z(value, centre, spread)
                 far = (centre - value >= cfg.cohort_db if q == "rx_power_dbm" else
                        centre > 0 and 100 * (value - centre) / centre >= cfg.cohort_bias_pct)
                 if sign * z >= cfg.cohort_z and far:
