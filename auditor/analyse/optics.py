@@ -20,16 +20,18 @@ A threshold a module reports as 0 (stored as null) is no limit. Each rule gives 
 one sentence and its numbers, and a strength in 0..1; a lane's findings combine as independent
 evidence (1 - product of (1 - s)). The watch list is one entry per module and lane (None: the
 module as a whole), strongest first. `auditor.analyse.rank` makes a link a `transceiver`
-suspect once the evidence is strong (`Watch.strong`, or any trend on a link that also flapped).
+suspect once the evidence is strong (`Watch.strong`, or a trend on a link that also flapped).
 
 Fits are on daily medians: a sweep may read a module several times a day or skip a day, and
 the median keeps one reading taken while the link retrained from steering the day. The line
 through them is Theil-Sen (the median of the slopes between every pair of days, the intercept
 the median of y - slope x): it ignores up to ~29 % of wild days (a reading of a dark lane while
-the peer host rebooted) where least squares follows them, and over 30 daily points it costs
-435 slopes, nothing next to reading the store. The fitted change over the history counts as a
-trend when it is `noise_ratio` times the residuals' own scatter (1.4826 x their MAD, a robust
-standard deviation) and above a floor per quantity (quantisation and calibration wobble).
+the peer host rebooted) where least squares follows them; over 30 daily points it is 435
+slopes, fitted for every series at once (`fit_all`). The fitted change over the history counts
+as a trend when it is `noise_ratio` times the residuals' own scatter (1.4826 x their MAD, a
+robust standard deviation) and above a floor per quantity (quantisation and calibration
+wobble). "Any trend on a link that flapped" is a watch of at least FLAPPED_MIN (not a lone
+cohort outlier).
 """
 
 from __future__ import annotations
