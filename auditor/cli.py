@@ -159,14 +159,21 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
                                       "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
-                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts or "
-                                      "maintenance")] = "auto",
+                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
+                                      "maintenance, inventory, cabling, ethtool-module "
+                                      "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
+                                      "(a switch's per-port transceiver diagnostics)")] = "auto",
     at: AtOpt = None,
     year: Annotated[int | None, typer.Option(
         "--year", help="year of log stamps that have none (default: from the file's date)")] = None,
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
-    host: Annotated[str | None, typer.Option("--host", help="dmesg: the host it came from")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="dmesg and transceiver diagnostics: the host (or switch) it came from")
+    ] = None,
+    port: Annotated[str | None, typer.Option(
+        "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
+        "capture does not start with the command that names it")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", help="joblog: the job the log belongs to (default: matched by host and time)")
     ] = None,
@@ -178,6 +185,7 @@ def ingest(
     files in any order.
 
     `--at` is when a topology or counter snapshot was taken; files ingested together share it.
+    For transceiver diagnostics it is when the module was read (default: the file's time).
     Log lines that cannot be used (NUL bytes included) are counted per reason (see
     `auditor sources`).
 
@@ -188,6 +196,7 @@ def ingest(
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
         auditor ingest --kind sacct sacct-24h.txt
         auditor ingest --kind joblog --job 4242 rank0.log
+        auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
     """
     from auditor.ingest.captures import ingest_files, load_node_names
     from auditor.ingest.plan import plan_ingest
@@ -200,6 +209,7 @@ def ingest(
     opts = _log_options(settings, year, tz, host)
     from auditor.ingest.jobs import JobOptions, ingest_job_files
     from auditor.ingest.logs import ingest_logs
+    from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 
     with _open(settings) as store, store.transaction():
         results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
@@ -210,6 +220,9 @@ def ingest(
         if plan.job_files:
             results += ingest_job_files(store, plan.job_files, plan.job_kind,
                                         JobOptions(tz=opts.tz, job=job, year=opts.year))
+        if plan.optics:
+            results += ingest_optics_files(store, plan.optics, plan.optics_kind, OpticsOptions(
+                host=host, port=port, at=moment, aliases=settings.aliases))
     rows = [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records,
              "warnings": "; ".join(r.warnings)} for r in results]
     _out(render_rows(rows, fmt, title="ingest"))
@@ -444,6 +457,7 @@ def suspects(
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.correlate import gather
+    from auditor.analyse.coverage import blind_spots
     from auditor.analyse.rank import as_json, rank
     from auditor.store import utc_naive
 
@@ -455,7 +469,8 @@ def suspects(
     with _open(settings, read_only=True) as store:
         cfg = settings.ranking
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
-    data = as_json(evidence, rank(evidence, cfg), limit)
+        coverage = blind_spots(store, evidence)
+    data = as_json(evidence, rank(evidence, cfg), limit) | {"coverage": coverage.as_json()}
     if fmt == "json":
         _out(to_json(data))
         return
@@ -474,6 +489,8 @@ def suspects(
          f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
          f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained")
     _out(render_rows(rows, "table", title="suspects, best first"))
+    for note in coverage.notes:
+        _out(inert(f"could not see: {note}", None))
 
 
 def _label_end(end: dict[str, Any]) -> str:
@@ -773,6 +790,86 @@ def nightly_cmd(
         _out(f"report: {result.folder}  ({len(result.new)} new suspect(s), "
              f"{len(result.failed_sources)} failed source(s))")
     raise typer.Exit(result.exit_code)
+
+
+@app.command("export")
+def export_cmd(
+    out: Annotated[Path, typer.Option("--out", help="the export folder (Hive layout)")],
+    fabric: Annotated[str | None, typer.Option(
+        "--fabric", help="the fabric's name in the partitions (default: the database file's "
+        "name without .duckdb)")] = None,
+    since: SinceOpt = "2d",
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
+    events, counters, jobs, flaps and each day's suspects, partitioned by fabric and day
+    (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
+    rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
+
+    Example:
+
+    \b
+        auditor export --out /srv/fabric-history --since 30d
+        auditor export --out /srv/fabric-history --fabric pod2 --since 2d
+    """
+    from auditor.ops.export import check_fabric, export
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    name = check_fabric(fabric or settings.db.name.removesuffix(".duckdb"))
+    start, end = _window(since, until)
+    with _open(settings, read_only=True) as store:
+        done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
+                      settings.aliases)
+    rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
+             "days": len(done.days), "files": done.files, "out": str(out)}]
+    _out(render_rows(rows, fmt, title="export"))
+
+
+def _port_label(name: str | None, port: int | None) -> str:
+    return f"{name}[{port}]" if port is not None else str(name)
+
+
+@app.command("fleet")
+def fleet_cmd(
+    exports: Annotated[list[Path], typer.Argument(help="export folders (auditor export --out)",
+                                                  show_default=False)],
+    since: SinceOpt = "24h",
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """The suspects of several fabrics in one table, from their exports: each fabric's flaps
+    and suspects per day of the window, best first within each fabric and day.
+
+    Example:
+
+    \b
+        auditor fleet /srv/pod1-history /srv/pod2-history --since 7d
+        auditor fleet /srv/fabric-history --format json
+    """
+    from auditor.ops.export import fleet
+
+    _check_format(fmt)
+    start, end = _window(since, until)
+    data = fleet(exports, start, end)
+    if fmt == "json":
+        _out(to_json(data))
+        return
+    rows = [{
+        "fabric": r["fabric"], "day": r["day"], "rank": r["rank"], "component": r["component"],
+        "score": r["score"], "end A": _port_label(r["a_name"], r["a_port"]),
+        "end B": _port_label(r["b_name"], r["b_port"]) if r["b_guid"] else "",
+        "flaps": r["flaps"], "jobs": r["jobs_failed"], "GPU-h": r["gpu_hours_lost"],
+        "action": r["action"],
+    } for r in data["suspects"]]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv"))
+        return
+    _out(render_rows(data["fabrics"], "table", title=f"fabrics {data['days'][0]} .. "
+                     f"{data['days'][1]}"))
+    _out(render_rows(rows, "table", title="suspects, per fabric and day, best first"))
 
 
 @app.command("metrics")

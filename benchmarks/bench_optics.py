@@ -5,9 +5,9 @@ day, some modules ageing toward a flap: Tx bias creeping up at flat temperature,
 power sagging, a module heating up; healthy modules with their own scatter, slow dirt, a weak
 lane or a warmer spot), puts the topology and the readings in a database and replays the watch
 list day by day, each day on the history up to that night's readings (`[optics]` defaults, 30
-days back). The readings go in through `auditor.simulate.evaluate.load_optics`: straight from
-the simulator's numbers until the `ethtool -m` parser lands on main, then (one line there)
-through `ingest --kind ethtool-module` of the text files the scenario wrote. Per run and in all:
+days back). The readings go in as `auditor ingest --kind ethtool-module` reads the `ethtool -m`
+files the scenario wrote (`auditor.simulate.evaluate.load_optics`: parser, placement on the
+topology, store). Per run and in all:
 
 - lead time: from the first day an ageing module is on the watch list (any strength) to its
   first flap, in days; negative or missing = seen too late. Target: median >= 1 day.
@@ -89,7 +89,7 @@ def main() -> None:
             with Store(db) as store:
                 ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"],
                              at=truth.topology_at)
-                load_optics(store, folder, sc)
+                load_optics(store, folder)
             seen, strong, modules = replay(db, truth, sc, cfg)
             took = time.perf_counter() - t0
         ageing = {(a.host, a.port_name): a for a in truth.ageing_optics}

@@ -59,6 +59,12 @@ SWITCH = '[[switches]]\nname = "leaf01"\nhost = "10.0.0.1"\n'
         ("switches = 3\n", "switches: expected a list of [[switches]] tables, got 3"),
         ("[ranking]\ngpus_per_node = 0\n", "ranking.gpus_per_node: must be at least 1"),
         ("[ranking]\nnccl_ib_timeout = 32\n", "ranking.nccl_ib_timeout: must be at most 31"),
+        ("[ranking]\nber_limits = { QDRX = 1e-12 }\n",
+         "ranking.ber_limits: 'QDRX' is not an InfiniBand link speed"),
+        ("[ranking]\nber_limits = { HDR = 2 }\n", "ranking.ber_limits.HDR: must be less than 1"),
+        ("[ranking]\nber_fec = { NDR = 5 }\n", "ranking.ber_fec.NDR: one of 0, 2, 3, 7, 12"),
+        ("[ranking]\nsymbol_errors_per_hour = 120\n",
+         "ranking.symbol_errors_per_hour: replaced by ber_limits"),
     ],
 )
 def test_bad_value_is_one_line_naming_the_key(tmp_path: Path, text: str, line: str) -> None:

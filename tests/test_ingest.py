@@ -97,6 +97,46 @@ def test_many_job_logs_in_one_command_store_what_one_per_command_does(tmp_path: 
                                                  "unreadable torchelastic failure"}
 
 
+def test_one_command_replacing_some_logs_stores_what_one_call_per_log_does(
+        tmp_path: Path) -> None:
+    """The sources of one command are inserted together after their records (issue #13): their
+    ids still rise in file order, a log read before with other options still replaces what it
+    stored, and the rows are those of one call per log."""
+    from auditor.ingest.jobs import JobOptions, ingest_job_files
+
+    logs = sorted((FIXTURES / "joblog").glob("*.txt"))[:6]
+    at = datetime(2026, 11, 30, tzinfo=UTC)
+    second = [logs[4], logs[1], logs[5], logs[2], logs[1]]  # 1 and 2 again, for job J
+    tables = {
+        "sources": "select path, kind, sha256, lines_total, lines_unparsed, records, options "
+                   "from sources order by source_id",
+        "job_errors": "select s.path, e.* exclude (source_id) from job_errors e "
+                      "join sources s using (source_id) order by all",
+        "job_logs": "select s.path, l.* exclude (source_id) from job_logs l "
+                    "join sources s using (source_id) order by all",
+        "source_issues": "select s.path, i.* exclude (source_id) from source_issues i "
+                         "join sources s using (source_id) order by all"}
+    stored, statuses = [], []
+    for name, first, then in (("one.duckdb", [logs[:4]], [second]),
+                              ("each.duckdb", [[p] for p in logs[:4]], [[p] for p in second])):
+        with Store(tmp_path / name) as store:
+            results = [(r.status, r.source_id) for paths in first
+                       for r in ingest_job_files(store, paths, "joblog", JobOptions(), now=at)]
+            results += [(r.status, r.source_id) for paths in then
+                        for r in ingest_job_files(store, paths, "joblog", JobOptions(job="J"),
+                                                  now=at)]
+            ids = [sid for _, sid in results if sid is not None]
+            assert ids == sorted(ids)
+            statuses.append([status for status, _ in results])
+            stored.append({t: store._con.execute(q).fetchall() for t, q in tables.items()})
+    assert statuses[0] == statuses[1] == ["ingested"] * 4 + [
+        "ingested", "re-ingested", "ingested", "re-ingested", "already ingested"]
+    assert stored[0] == stored[1]
+    jobs = {(row[0], row[1]) for row in stored[0]["job_logs"]}
+    assert jobs == {(str(p), "J") for p in second} | {(str(logs[0]), None),
+                                                      (str(logs[3]), None)}
+
+
 def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None:
     """Issue #11 item 11. A capture lists two different nodes under one node GUID (edited from a
     real capture: see the fixture's "about"). Both are kept, the ingest says so naming the GUID

@@ -450,6 +450,7 @@ def test_jobcomp_and_sacct_c_agree_on_the_same_jobs() -> None:
     from_sacct = parse_sacct(
         (FIXTURES / "sacct/completion_c_requeued_null_nodelist.txt").read_text()
     ).jobs
+    assert len(from_sacct) == 6
 
     # sacct -c prints no Partition here and the files number lines differently.
     def comparable(jobs: list[Job]) -> list[Job]:

@@ -1,17 +1,19 @@
 """`auditor simulate --optics` (issue #14): same seed same bytes, off by default (the default
 scenario's files do not change), the ageing modules in the truth with flaps after their drift,
-the `ethtool -m` text in ethtool's own layout, and the optics benchmark's numbers equal to the
-text the scenario wrote."""
+the `ethtool -m` text in ethtool's own layout and read back by the project's parser as the
+numbers the simulator drew, and the whole scenario ranked with its ageing transceivers."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from auditor.parse.ethtool_module import parse_ethtool_module
 from auditor.simulate.evaluate import evaluate
 from auditor.simulate.scenario import Scenario, generate, write_scenario
 from auditor.simulate.scenario.clock import _Clock
@@ -120,15 +122,29 @@ def test_an_ageing_module_raises_its_own_flags(ageing: tuple[Path, Scenario]) ->
     assert len(flags) == 56 and all(ln.endswith(": Off") for ln in flags)
 
 
-def test_the_benchmarks_numbers_are_the_text(ageing: tuple[Path, Scenario]) -> None:
-    """bench_optics builds its readings from `history` until the ethtool parser lands: they
-    must be exactly what the scenario wrote."""
+def test_the_text_reads_back_as_the_numbers(ageing: tuple[Path, Scenario]) -> None:
+    """What the project's `ethtool -m` parser reads from each file is the module state the
+    simulator drew (`history`: the same streams again), in ethtool's precision (the parser keeps
+    dBm to 0.001), and each file's modification time is its read time (the ingest's default)."""
     out, sc = ageing
     readings = history(sc)
     clock = _Clock(sc.start)
     assert len(readings) == len(list((out / "optics").rglob("*.txt")))
-    for r in readings:
-        assert (out / file_name(r, clock)).read_text() == ethtool_m(r)
+    for r in readings[::7]:
+        path = out / file_name(r, clock)
+        assert path.read_text() == ethtool_m(r)
+        at = clock.at(r.at)
+        assert path.stat().st_mtime == pytest.approx(at.timestamp(), abs=1e-3)
+        (got,) = parse_ethtool_module(path.read_text(), r.host, at, f"{r.device}/1")
+        assert (got.serial_number, got.part_number) == (r.serial, "MMA1T00-HS")
+        assert got.temperature_c == pytest.approx(r.temp / 256, abs=0.005)
+        assert got.vcc_v == pytest.approx(r.vcc / 10000, abs=1e-9)
+        for lane, bias, tx, rx in zip(got.lanes, r.bias, r.tx, r.rx, strict=True):
+            assert lane.tx_bias_ma == pytest.approx(bias / 500, abs=1e-9)
+            assert lane.tx_power_dbm == pytest.approx(10 * math.log10(tx / 10000), abs=6e-4)
+            assert lane.rx_power_dbm == pytest.approx(10 * math.log10(rx / 10000), abs=6e-4)
+        assert got.thresholds["rx_power_dbm"].low_warning == pytest.approx(-10.30, abs=0.005)
+        assert got.thresholds["temperature_c"].high_alarm == 80.0
 
 
 def test_too_short_a_window_is_refused() -> None:

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import networkx as nx
-
 from auditor import graph
 from auditor.analyse import replacements
 from auditor.analyse.correlate import Evidence, gather
+from auditor.analyse.coverage import blind_spots
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import Trace, WatchList, trace
 from auditor.analyse.rank import Suspect, rank
@@ -111,6 +110,7 @@ class Coverage:
     hosts_ok: int
     hosts_total: int
     failed: list[DeviceStatus]  # every device whose last collection was not ok
+    blind_spots: list[str] = field(default_factory=list)  # coverage.blind_spots' notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +160,8 @@ def audit(store: Store, since: datetime, until: datetime, *,
         id(f) for n in ev.nodes for f in n.flaps}
     return Audit(
         evidence=ev, suspects=ranked, findings=findings, flaps=len(all_flaps),
-        coverage=_coverage(store.device_status()), heatmap=_heatmap(ev),
+        coverage=_coverage(store.device_status(), blind_spots(store, ev).notes),
+        heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
         watch=ev.watch, optics_settings=cfg.optics,
@@ -179,7 +180,7 @@ def _traces(watch: WatchList, ends: list[dict[str, Any]]) -> list[Trace]:
     return out
 
 
-def _finding(ev: Evidence, g: nx.MultiGraph, rank_no: int, s: Suspect,
+def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,
              locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
              modules: dict[tuple[str, int], dict[str, Any]]) -> Finding:
     first = s.ends[0]["guid"]
@@ -215,7 +216,7 @@ def _part(modules: dict[tuple[str, int], dict[str, Any]], ends: list[dict[str, A
                 length=first["length"])
 
 
-def _neighbourhood(ev: Evidence, g: nx.MultiGraph, ends: list[dict[str, Any]]
+def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]]
                    ) -> Neighbourhood:
     nodes: dict[str, HoodNode] = {}
 
@@ -235,14 +236,15 @@ def _neighbourhood(ev: Evidence, g: nx.MultiGraph, ends: list[dict[str, Any]]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges)
 
 
-def _coverage(status: list[dict[str, Any]]) -> Coverage:
+def _coverage(status: list[dict[str, Any]], notes: list[str]) -> Coverage:
     switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
     hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
     return Coverage(
         switches_ok=sum(s["status"] == "ok" for s in switches), switches_total=len(switches),
         hosts_ok=sum(s["status"] == "ok" for s in hosts), hosts_total=len(hosts),
         failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
-                             detail=s["detail"]) for s in status if s["status"] != "ok"])
+                             detail=s["detail"]) for s in status if s["status"] != "ok"],
+        blind_spots=notes)
 
 
 def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:

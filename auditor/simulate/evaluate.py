@@ -3,18 +3,18 @@
 recall@K: of the K injected bad cables, how many are among the top K suspects. False blames:
 top-K suspects that are cables of a rebooted switch, of a maintenance target, or a link whose
 only fault was one short reseat flap. The naive ranking (count of DOWN lines per link in the
-switch logs) is scored the same way, in the same run. An `optics` scenario's module readings
-go in too (`load_optics`), so its ageing transceivers are ranked with the rest.
+switch logs) is scored the same way, in the same run. An `optics` scenario's `ethtool -m` files
+go in too (`load_optics`, through the ingest), so its ageing transceivers are ranked with the
+rest.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,8 @@ from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.jobs import JobOptions, ingest_job_files
 from auditor.ingest.logs import LogOptions, ingest_logs
-from auditor.models import LaneReading, OpticsReading, Thresholds
-from auditor.simulate.scenario import Scenario
-from auditor.simulate.scenario.optics import LIMITS, PART, Reading, history
-from auditor.store import SourceMeta, Store, utc_naive
+from auditor.ingest.optics import OpticsOptions, ingest_optics_files
+from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
 
 LinkId = frozenset[tuple[str, int]]
@@ -72,17 +70,8 @@ def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str,
                 # One log per job, named for its id: `ingest --kind joblog --job ID`.
                 ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
         if truth["scenario"].get("optics"):
-            load_optics(store, folder, scenario_of(truth))
+            load_optics(store, folder)
     return truth
-
-
-def scenario_of(truth: dict[str, Any]) -> Scenario:
-    """The Scenario a truth.json was written from (its `scenario` parameters)."""
-    params = dict(truth["scenario"])
-    params["start"] = parse_instant(params["start"])
-    params["nccl_versions"] = tuple(params["nccl_versions"])
-    params["ib_timeouts"] = tuple(params["ib_timeouts"])
-    return Scenario(**params)
 
 
 def naive_ranking(folder: Path) -> list[LinkId]:
@@ -144,49 +133,18 @@ def window(truth: dict[str, Any]) -> tuple[datetime, datetime]:
 # --- transceiver diagnostics (issue #14) --------------------------------------------------------
 
 
-def _dbm(raw: int) -> float:
-    return 10 * math.log10(raw / 10000) if raw else -math.inf  # "-inf dBm", as ethtool prints
-
-
-def _limits(key: str, scale: float, dbm: bool = False) -> Thresholds:
-    ha, la, hw, lw = LIMITS[key]
-
-    def value(raw: int) -> float | None:
-        if raw == 0:
-            return None  # 0 is "no limit"
-        return _dbm(raw) if dbm else raw / scale
-
-    return Thresholds(value(la), value(lw), value(hw), value(ha))
-
-
-_THRESHOLDS = {"tx_bias_ma": _limits("bias", 500), "tx_power_dbm": _limits("tx", 1, dbm=True),
-               "rx_power_dbm": _limits("rx", 1, dbm=True), "temperature_c": _limits("temp", 256),
-               "vcc_v": _limits("vcc", 10000)}
-
-
-def optics_reading(r: Reading, sc: Scenario) -> OpticsReading:
-    """What a parser of the reading's `ethtool -m` text returns (register units converted)."""
-    return OpticsReading(
-        device=r.host, port_name=f"{r.device}/1", read_at=sc.start + timedelta(seconds=r.at),
-        vendor="Mellanox", part_number=PART, serial_number=r.serial, firmware=None,
-        temperature_c=r.temp / 256, vcc_v=r.vcc / 10000,
-        lanes=tuple(LaneReading(n, b / 500, _dbm(t), _dbm(x))
-                    for n, (b, t, x) in enumerate(zip(r.bias, r.tx, r.rx, strict=True), 1)),
-        thresholds=_THRESHOLDS)
-
-
-def load_optics(store: Store, folder: Path, sc: Scenario) -> int:
-    """The `optics` scenario's module readings into the store; how many. Until the `ethtool
-    -m` parser and its ingest kind are on main they come straight from the simulator's numbers
-    (`history`: the same streams that wrote the text, tests/test_scenario_optics.py holds them
-    equal), placed on each HCA's port 1 as the ingest would place them from the topology. Then
-    this body becomes the one line
-    `ingest_files(store, sorted((folder / "optics").rglob("*.txt")), kind="ethtool-module")`
-    (host and device from the file's folder and name, the time from its name)."""
-    _ = folder  # what the ingest will read
-    readings = history(sc)
-    sid = store.add_source(SourceMeta("ethtool-module", "simulated", f"{sc.seed:064x}", "file",
-                                      sc.start, True, len(readings), 0, len(readings)))
-    store.add_optics(sid, [optics_reading(r, sc) for r in readings],
-                     [(r.node_guid, 1) for r in readings])
-    return len(readings)
+def load_optics(store: Store, folder: Path) -> int:
+    """An `optics` scenario's `ethtool -m` files into the store, as `auditor ingest --kind
+    ethtool-module --host <host> --port <mlx5_N>/1` reads them: a host port's days in one call,
+    each file's read time its modification time (the simulator sets it; the name says it too).
+    How many readings."""
+    total = 0
+    for host in sorted(p for p in (folder / "optics").iterdir() if p.is_dir()):
+        by_device: dict[str, list[Path]] = {}
+        for path in sorted(host.glob("mlx5_*.txt")):
+            by_device.setdefault(path.name.split("-", 1)[0], []).append(path)
+        for device, paths in sorted(by_device.items()):
+            done = ingest_optics_files(store, paths, "ethtool-module",
+                                       OpticsOptions(host=host.name, port=f"{device}/1"))
+            total += sum(r.records for r in done)
+    return total

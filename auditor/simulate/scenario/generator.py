@@ -4,6 +4,7 @@ file written and the ground truth assembled; `REALISTIC`, the options of a large
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -142,6 +143,10 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
             rel = file_name(reading, clock)
             (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
             write(rel, ethtool_m(reading))
+            # A capture is written when it is read: `ingest --kind ethtool-module` takes the
+            # file's modification time as the read time (its name says it too).
+            stamp = clock.at(reading.at).timestamp()
+            os.utime(out_dir / rel, (stamp, stamp))
         ageing = optics_truth(fab, optics, plan, clock)
     truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
                    arrays, het, ageing)

@@ -36,7 +36,9 @@ header says what an HDR SR4 module's page 00h holds (identifier 0x11, PAM4, SFF-
 extended compliance 0x41 "200GBASE-SR4", power class 6).
 
 One file per host port and day, read at about 02:30 UTC (the nightly sweep):
-`optics/<host>/<mlx5_N>-<YYYYMMDDTHHMMSSZ>.txt`, the read time in the name.
+`optics/<host>/<mlx5_N>-<YYYYMMDDTHHMMSSZ>.txt`, the read time in the name and as the file's
+modification time (what `auditor ingest --kind ethtool-module --host <host> --port
+<mlx5_N>/1` takes as the read time).
 """
 
 from __future__ import annotations
@@ -259,7 +261,7 @@ def readings(sc: Scenario, fab: _Fabric, optics: _Optics) -> list[Reading]:
 
 def history(sc: Scenario) -> list[Reading]:
     """Every reading `write_scenario(sc)` writes as `ethtool -m` text, as numbers: the same
-    streams drawn again (for the optics benchmark until the ethtool parser is on main)."""
+    streams drawn again (what a test holds the parsed text to)."""
     def rng_for(part: str) -> random.Random:  # as write_scenario names its streams
         return random.Random(f"{sc.seed}:{part}")  # noqa: S311 - synthetic data
 

@@ -1,0 +1,1 @@
+"""Dashboards shipped with fabric-auditor: Grafana JSON over what `auditor metrics` writes."""
