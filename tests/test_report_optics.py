@@ -17,8 +17,10 @@ from auditor.cli import app
 from auditor.ingest.captures import ingest_files
 from auditor.report.build import build_report
 from auditor.report.html import render_html
+from auditor.report.svg import SVG_NS
 from auditor.store import SourceMeta, Store, utc_naive
 from auditor.timeparse import parse_instant
+from tests.test_report_html import _plots
 from tests.test_watch_list_cli import FIXTURE, SICK, START, UNTIL, WELL, _readings
 
 KEYS = {"title", "generated_at", "window", "coverage", "summary", "replacements", "suspects",
@@ -72,6 +74,10 @@ def test_html_draws_the_trend_and_lists_the_watch_list(report: dict) -> None:
     page = render_html(report)  # type: ignore[arg-type]
     assert 'aria-label="Diagnostics trend of gpu-node-07 mlx5_0/1, S/N MT2231FT00001: ' \
         'Rx power"' in page
+    (plot,) = [p for p in _plots(page) if p.get("aria-label", "").startswith("Diagnostics")]
+    drawn = ["".join(el.itertext()) for el in plot.iter() if el.tag == f"{{{SVG_NS}}}text"]
+    assert "warning -10.3 dBm" in drawn and "alarm -13.31 dBm" in drawn
+    assert "lane 2 (watched)" in drawn and "15 Nov" in drawn
     assert '<section class="block watch" id="watch">' in page
     watch = page[page.index('id="watch"'):page.index('id="tracking"')]
     assert "gpu-node-07" in watch and "past its low warning -10.3 dBm" in watch
