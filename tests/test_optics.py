@@ -273,3 +273,17 @@ def test_the_batch_fit_is_theil_sen() -> None:
         for a, b in ((batch.slope, one.slope), (batch.intercept, one.intercept),
                      (batch.noise, one.noise)):
             assert a == pytest.approx(b, abs=1e-9)
+
+
+def test_a_dark_lane_is_past_its_alarm_not_a_missing_reading(tmp_path: Path) -> None:
+    """0 mW (ethtool prints -inf dBm) on the last days: the darkest a module can say, kept as
+    -40 dBm, so the lane is past its low alarm; an unknown value (NaN) is no reading."""
+    def rx(d: int, n: int) -> float:
+        if n == 2 and d >= DAYS - 3:
+            return float("-inf")
+        return float("nan") if n == 3 and d == 5 else -1.5 + _wobble(d, n, 0.05)
+
+    wl = run(tmp_path, module("DARK", rx=rx))
+    lane2 = next(w for w in wl.watches if w.lane == 2)
+    assert "Rx power -40.0 dBm is past its low alarm -13.3 dBm" in lane2.top.sentence
+    assert 3 not in rules(wl, "DARK")
