@@ -7,6 +7,7 @@ speeds are the IBTA names "SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "ND
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -105,6 +106,35 @@ class CounterSample:
     lid: int | None = None  # perfquery names the port by LID only
     description: str | None = None
     extended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CounterTable:
+    """Counter readings in columns: port i is (guids[i], ports[i]) and its readings are the next
+    counts[i] of (names, values). A full `ibqueryerrors --data` of 12,288 links is 24,576 ports
+    and 98,000 readings: as a CounterSample per port, then a row tuple per reading, the records
+    alone took 0.04 s of CPU to build and flatten (#13)."""
+
+    guids: list[str]
+    ports: list[int | None]  # None: the switch aggregate (`ALL`)
+    counts: list[int]
+    names: list[str]
+    values: list[int]
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple[str, int | None, str, int]]) -> CounterTable:
+        """One port entry per (GUID, port, counter name, value) row."""
+        return cls([r[0] for r in rows], [r[1] for r in rows], [1] * len(rows),
+                   [r[2] for r in rows], [r[3] for r in rows])
+
+    def rows(self) -> list[tuple[str, int | None, str, int]]:
+        """(GUID, port, counter name, value) of every reading, in order."""
+        out: list[tuple[str, int | None, str, int]] = []
+        i = 0
+        for guid, port, count in zip(self.guids, self.ports, self.counts, strict=True):
+            out.extend((guid, port, self.names[k], self.values[k]) for k in range(i, i + count))
+            i += count
+        return out
 
 
 @dataclass(frozen=True, slots=True)

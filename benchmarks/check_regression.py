@@ -5,7 +5,8 @@ A figure more than --tolerance times slower than recorded is reported as a regre
 script exits 1. Ratios to the in-run baselines are compared too, so a slower machine does not
 count as a regression of the code.
 
-    python benchmarks/check_regression.py [--tolerance 1.5] [--only syslog topology scale process]
+    python benchmarks/check_regression.py [--tolerance 1.5]
+                                          [--only syslog topology scale counters process]
                                           [--scale DIR]
     python benchmarks/check_regression.py --record      # after an intended change
 """
@@ -28,12 +29,15 @@ BENCHES = {
     # issue #13: every command as a whole process beside its in-run baseline (builds the
     # 30-day scale DB itself unless --scale names a kept one)
     "process": ["bench_process.py"],
+    "counters": ["bench_counters.py"],
 }
 # figure -> the in-run baseline it is divided by (machine speed cancels out)
 RATIOS = {
     "topology_parse_store_s": "topology_baseline_s",
     "syslog_ingest_s": "syslog_baseline_s",
     "counters_ingest_s": "counters_baseline_s",
+    "counters_snapshot_s": "counters_snapshot_baseline_s",
+    "counters_snapshot_process_s": "counters_snapshot_process_baseline_s",
 }
 
 

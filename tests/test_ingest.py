@@ -7,10 +7,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from auditor import sql
 from auditor.errors import AuditorError
-from auditor.ingest.captures import detect_kind, ingest_files
+from auditor.ingest.captures import _first_lines, detect_kind, ingest_files
 from auditor.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -186,3 +188,62 @@ def test_iblinkinfo_of_one_switch_alone_keeps_its_links_and_hints(db: Path) -> N
         ("leaf02", "0xb8599f0300200002", 3), ("spine01", "lid:1", 2)]
     assert (slow["speed"], slow["possible_speed"]) == ("EDR", "HDR")
     assert any("kept as lid:<N>" in w for w in result.warnings)
+
+
+def test_ibqueryerrors_readings_are_stored_by_node_guid_and_port(tmp_path: Path, db: Path) -> None:
+    """Issue #13: the columnar path stores what the per-sample path stored. A CA's port GUID is
+    stored as its node's GUID, `port ALL` as NULL, a GUID printed in capitals or short as the
+    canonical GUID, every reading once; the perfquery of the same port (named by LID) next to it
+    stores the same."""
+    topo = FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"
+    errs = tmp_path / "errs.txt"
+    errs.write_text(
+        'Errors for "gpu-node-08 mlx5_0"\n'
+        "   GUID 0x1070fd0300000801 port 1: [SymbolErrorCounter == 7] "
+        "[PortXmitData == 123456789012 (459.912GB)]\n"
+        'Errors for 0xb8599f0300bb0004 "MF0;leaf04:MQM8700/U1"\n'
+        "   GUID 0xB8599F0300BB0004 port ALL: [LinkDownedCounter == 3]\n"
+        "   GUID 0xb8599f0300bb0004 port 2: [LinkDownedCounter == 3]\n"
+        "\n## Summary: 14 nodes checked, 2 bad nodes found\n")
+    perf = tmp_path / "perf.txt"
+    perf.write_text("# Port counters: Lid 14 port 1 (CapMask: 0x1600)\n"
+                    "PortSelect:......................1\nSymbolErrorCounter:..............7\n")
+    t0, t1 = datetime(2026, 11, 30, 6, tzinfo=UTC), datetime(2026, 11, 30, 7, tzinfo=UTC)
+    with Store(db) as store:
+        ingest_files(store, [topo], at=t0)
+        results = ingest_files(store, [errs, perf], at=t1)
+        rows = store._con.execute(
+            "select s.kind, c.guid, c.port, c.counter, c.value, c.seen_at from counters c "
+            "join sources s using (source_id) order by all").fetchall()
+    assert [r.records for r in results] == [4, 1]
+    at = t1.replace(tzinfo=None)
+    assert rows == [
+        ("ibqueryerrors", "0x1070fd0300000800", 1, "PortXmitData", 123456789012, at),
+        ("ibqueryerrors", "0x1070fd0300000800", 1, "SymbolErrorCounter", 7, at),
+        ("ibqueryerrors", "0xb8599f0300bb0004", 2, "LinkDownedCounter", 3, at),
+        ("ibqueryerrors", "0xb8599f0300bb0004", None, "LinkDownedCounter", 3, at),
+        ("perfquery", "0x1070fd0300000800", 1, "SymbolErrorCounter", 7, at),
+    ]
+
+
+def test_a_counter_past_the_stores_range_is_refused_whole(tmp_path: Path, db: Path) -> None:
+    """ibqueryerrors prints 64-bit unsigned counters; the store keeps signed 64-bit values, so a
+    reading over 2**63 - 1 is an error naming it, and nothing of the call is stored."""
+    errs = tmp_path / "errs.txt"
+    errs.write_text('Errors for 0xb8599f0300bb0004 "MF0;leaf04:MQM8700/U1"\n'
+                    "   GUID 0xb8599f0300bb0004 port 1: [PortXmitData == 9223372036854775807] "
+                    "[PortRcvData == 9223372036854775808]\n")
+    with Store(db) as store:
+        with pytest.raises(AuditorError, match="over 9223372036854775807"):
+            ingest_files(store, [errs], kind="ibqueryerrors")
+        assert store.sources() == []
+        assert store._con.execute("select count(*) from counters").fetchone() == (0,)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "bb", "\n", "\r", "\r\n", "\x0b", "\u2028", " ", "x" * 3000]),
+                max_size=60).map("".join))
+def test_recognition_reads_the_lines_splitlines_gives(text: str) -> None:
+    """detect_kind reads a capture's head a growing chunk at a time (#13); the lines are the
+    ones str.splitlines gives, a CRLF or a long line across a chunk's end included."""
+    assert list(_first_lines(text)) == text.splitlines()

@@ -42,7 +42,7 @@ from auditor.config import Settings
 from auditor.errors import ParseError
 from auditor.ingest.logs import CUT, FUTURE_SLACK, bound_event
 from auditor.ingest.optics import parse_optics, place
-from auditor.models import OpticsReading, PortEvent
+from auditor.models import CounterTable, OpticsReading, PortEvent
 from auditor.ops.switches import DeviceOutcome
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
@@ -197,7 +197,7 @@ class _Host:
         sid = self.store.add_source(SourceMeta("sysfs", self.path("sysfs"), digest,
                                                self.coll.host, self.moment, True, lines, 0,
                                                len(rows)))
-        self.store.add_counters(sid, self.moment, rows)
+        self.store.add_counters(sid, self.moment, CounterTable.from_rows(rows))
 
     def kernel_log(self, kind: str) -> None:
         res = self.coll.results.get(kind)
