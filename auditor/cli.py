@@ -497,6 +497,47 @@ def _label_end(end: dict[str, Any]) -> str:
     return f"{_name(end)} {end['label']}".strip()
 
 
+WATCH_COLUMNS = ["rank", "device", "port_name", "serial_number", "part_number", "lane", "rule",
+                 "trend", "days_to_threshold", "threshold", "strength", "strong", "peer"]
+
+
+@app.command("watch-list")
+def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
+                   fmt: FormatOpt = "table") -> None:
+    """Transceivers whose diagnostics (temperature, Vcc, per-lane Tx bias, Tx and Rx power)
+    trend toward failure, strongest first: each module and lane with the trend that says so,
+    the estimated days to its own warning or alarm threshold, and a strength (0-1). `--since`
+    is the history the trends are fitted on. Links whose trends are strong also show up in
+    `suspects` with verdict `transceiver`.
+
+    Example:
+
+    \b
+        auditor watch-list --since 30d
+        auditor watch-list --until 2026-11-30T06:00:00Z --format json
+    """
+    from auditor.analyse.optics import as_json, watch_list
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    start, end = _window(since, until)
+    with _open(settings, read_only=True) as store:
+        found = watch_list(store, utc_naive(start), utc_naive(end), settings.optics)
+    data = as_json(found, settings.optics)
+    if fmt == "json":
+        _out(to_json(data))
+        return
+    rows = [{k: w[k] for k in WATCH_COLUMNS} for w in data["watch"]]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv", columns=WATCH_COLUMNS))
+        return
+    _out(f"window {data['window']['since']} .. {data['window']['until']}: "
+         f"{data['modules']} module(s) read, {data['watched']} watched")
+    _out(render_rows(rows, "table", columns=[c for c in WATCH_COLUMNS if c != "peer"],
+                     title="optics watch list, strongest first"))
+
+
 @app.command()
 def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "table") -> None:
     """Raw port state changes in a window, oldest first, each with its source file and line.
@@ -903,6 +944,12 @@ def simulate(
     lost_switch_logs: Annotated[int | None, typer.Option(
         "--lost-switch-logs", help="switches left out of logs/switches.log (default 0)")
     ] = None,
+    optics: Annotated[bool, typer.Option(
+        "--optics", help="a daily `ethtool -m` of every host port (optics/), and transceivers "
+        "that age before they flap (needs --days 8 or more)")] = False,
+    ageing_optics: Annotated[int | None, typer.Option(
+        "--ageing-optics", help="how many transceivers age (with --optics; default one per "
+        "32 host links, at least 3)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -913,6 +960,7 @@ def simulate(
     \b
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
+        auditor simulate --out /tmp/ageing --optics --days 21
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -930,14 +978,16 @@ def simulate(
                 None if v.lower() in ("default", "none") else int(v) for v in words)
         given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
-                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs}
+                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
+                 "optics": optics or None, "ageing_optics": ageing_optics}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
         raise AuditorError(f"simulate: {exc}") from None
+    ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
-         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
+         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
          f"ground truth in {out / 'truth.json'}")
 
 

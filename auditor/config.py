@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -130,10 +130,65 @@ class NightlySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OpticsSettings:
+    """`[optics]`: the transceiver-diagnostics trends of the watch list (auditor.analyse.optics,
+    issue #14). Each default's source is beside it; README "Optics watch list" has the longer
+    story. A module's own thresholds (SFF-8636 page 03h, CMIS page 02h) are the limits; these
+    only say how much history and how big a change counts."""
+
+    history_days: float = 30.0  # readings looked at before the window's end
+    min_days: int = 5  # days with a reading before a trend is fitted (Theil-Sen needs a few)
+    horizon_days: float = 30.0  # watch a trend that reaches a threshold within this (a month)
+    # A drift counts when its fitted change over the history is this many times the readings'
+    # own scatter (1.4826 x MAD of the residuals) ...
+    noise_ratio: float = 3.0
+    # ... and at least this much: below it a "trend" is DDM quantisation and calibration wobble
+    # (powers are kept in 0.1 uW steps, temperature in 1/256 C).
+    min_drift_db: float = 0.5
+    min_drift_c: float = 2.0
+    min_drift_v: float = 0.03
+    min_drift_bias_pct: float = 5.0
+    # One lane this far below its module's other lanes: lanes of one module share a calibration,
+    # and healthy SR4 modules read within ~1 dB of each other (two public `ethtool -m` captures
+    # of Mellanox and Finisar SR4 modules: 0.7 and 0.5 dB from lowest to highest lane); 3 dB is
+    # half the light.
+    sibling_gap_db: float = 3.0
+    # Peer Tx minus local Rx: 200GBASE-SR4 allows 1.9 dB of channel insertion loss (IEEE
+    # 802.3cd, OM4 100 m), plus 3 dB for two modules' power calibration (SFF-8636 / Finisar
+    # AN-2030 allow +-3 dB each; real modules are usually within 1-1.5 dB).
+    link_loss_db: float = 5.0
+    link_loss_rise_db: float = 2.0  # growth of that loss over the history (calibration cancels)
+    # Same part number and firmware: a robust z-score (median, 1.4826 x MAD) at least this big
+    # and at least the floors below; cohorts smaller than cohort_min are not compared.
+    cohort_min: int = 8
+    cohort_z: float = 4.0
+    cohort_db: float = 3.0
+    cohort_c: float = 10.0
+    cohort_bias_pct: float = 20.0
+    # Laser ageing: the automatic power control raises Tx bias as the laser's efficiency drops,
+    # so a rise at flat temperature (bias also rises with temperature) is the laser itself (Intel
+    # US11177620B2 warns on the bias change temperature does not explain). Mellanox SR4 modules
+    # warn at 8.0 mA on a 6.75 mA nominal bias (+18.5 %): 10 % is half way there.
+    bias_rise_pct: float = 10.0
+    flat_c: float = 3.0  # DDM temperature is good to +-3 C (AN-2030): less is "flat"
+    flat_v: float = 0.05  # 1.5 % of 3.3 V
+    # A watch this strong (0..1) makes a link a `transceiver` suspect on its own; any watch
+    # does on a link that also flapped, and so does a lane past its warning and still trending.
+    strong: float = 0.8
+
+    @property
+    def history(self) -> timedelta:
+        return timedelta(days=self.history_days)
+
+
+@dataclass(frozen=True, slots=True)
 class RankingSettings:
     """`[ranking]`: the windows and thresholds of the correlation and the ranking (the one
     settings object auditor.analyse uses; these are the defaults)."""
 
+    # `[optics]` (issue #14) rides along: the ranking turns strong optics trends into
+    # `transceiver` verdicts, and every caller of the correlation already passes this object.
+    optics: OpticsSettings = field(default_factory=OpticsSettings)
     before_minutes: float = 15.0  # a flap this long before a job died can have killed it
     after_minutes: float = 1.0  # clock skew between switches and hosts
     gpus_per_node: int = 8  # when the scheduler does not say
@@ -180,6 +235,10 @@ class Settings:
     nightly: NightlySettings = field(default_factory=NightlySettings)
     ranking: RankingSettings = field(default_factory=RankingSettings)
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # [store]: wait for a DB another holds
+
+    @property
+    def optics(self) -> OpticsSettings:
+        return self.ranking.optics
 
     @property
     def captures_dir(self) -> Path:
@@ -286,4 +345,7 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
             if key in ranking:
                 ranking[key] = {k.upper(): v for k, v in ranking[key].items()}
         top["ranking"] = RankingSettings(**ranking)
+    if "optics" in data:
+        ranking_settings = top.get("ranking", RankingSettings())
+        top["ranking"] = replace(ranking_settings, optics=OpticsSettings(**data["optics"]))
     return Settings(config_path=config_path, **top)

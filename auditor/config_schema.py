@@ -267,6 +267,29 @@ class RankingTable(_Table):
     nccl_ib_timeout: Annotated[int, Field(ge=0, le=31)] | None = None
 
 
+class OpticsTable(_Table):
+    history_days: Positive | None = None
+    min_days: Annotated[int, Field(ge=3)] | None = None  # a line through 2 points is no trend
+    horizon_days: Positive | None = None
+    noise_ratio: Positive | None = None
+    min_drift_db: Positive | None = None
+    min_drift_c: Positive | None = None
+    min_drift_v: Positive | None = None
+    min_drift_bias_pct: Positive | None = None
+    sibling_gap_db: Positive | None = None
+    link_loss_db: Positive | None = None
+    link_loss_rise_db: Positive | None = None
+    cohort_min: Annotated[int, Field(ge=3)] | None = None
+    cohort_z: Positive | None = None
+    cohort_db: Positive | None = None
+    cohort_c: Positive | None = None
+    cohort_bias_pct: Positive | None = None
+    bias_rise_pct: Positive | None = None
+    flat_c: Positive | None = None
+    flat_v: Positive | None = None
+    strong: Annotated[float, Field(gt=0, le=1)] | None = None
+
+
 class ConfigFile(_Table):
     store: StoreTable | None = None
     topology: TopologyTable | None = None
@@ -278,6 +301,7 @@ class ConfigFile(_Table):
     hosts: HostsTable | None = None
     nightly: NightlyTable | None = None
     ranking: RankingTable | None = None
+    optics: OpticsTable | None = None
 
 
 # -- messages -----------------------------------------------------------------------------------

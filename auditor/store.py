@@ -697,6 +697,15 @@ class Store:
         """The newest thresholds of each module and quantity."""
         return self.run_dicts("optics_thresholds_latest")
 
+    def optics_daily(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Per module and lane, the daily medians of the window as lists (day numbers from
+        the day of `since`)."""
+        return self.run_dicts("optics_daily", since=utc_naive(since), until=utc_naive(until))
+
+    def optics_thresholds_at(self, until: datetime) -> list[dict[str, Any]]:
+        """The newest thresholds of each module and quantity read up to `until`."""
+        return self.run_dicts("optics_thresholds_asof", until=utc_naive(until))
+
     # -- jobs -----------------------------------------------------------------------------------
 
     def add_jobs(self, source_id: int, jobs: JobTable) -> None:

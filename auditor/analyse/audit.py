@@ -2,9 +2,10 @@
 
 `audit` correlates and ranks, then adds what a technician needs to act on each suspect the
 report shows (where its ends are, which part sits in them, its flaps and failed jobs, its
-corner of the fabric) and what the operator reads about the whole window (which devices were
-audited, flaps per switch over time, how earlier swaps are doing). `auditor.report.build`
-writes the report document from the result without reading the store.
+corner of the fabric, its modules' diagnostics history) and what the operator reads about the
+whole window (which devices were audited, flaps per switch over time, how earlier swaps are
+doing, the optics watch list). `auditor.report.build` writes the report document from the
+result without reading the store.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from auditor.analyse import replacements
 from auditor.analyse.correlate import Evidence, gather
 from auditor.analyse.coverage import blind_spots
 from auditor.analyse.flaps import Flap
+from auditor.analyse.optics import Trace, WatchList, trace
 from auditor.analyse.rank import Suspect, rank
-from auditor.config import RankingSettings
+from auditor.config import OpticsSettings, RankingSettings
 from auditor.models import NodeType
 from auditor.store import Store
 
@@ -89,6 +91,8 @@ class Finding:
     flaps: list[Flap]  # its timeline: the link's flaps, or the switch's or host's events'
     jobs: list[dict[str, Any]]  # failed jobs blamed on it (correlate's records)
     neighbourhood: Neighbourhood
+    # The diagnostics history of the modules in its ports, one trace per module (issue #14).
+    optics: list[Trace] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +128,9 @@ class Audit:
     coverage: Coverage
     heatmap: Heatmap
     tracking: list[dict[str, Any]]  # replacements.status, judged at the window's end
+    # Transceiver diagnostics trends (issue #14): every watch, and the settings that judged them.
+    watch: WatchList | None = None
+    optics_settings: OpticsSettings = field(default_factory=OpticsSettings)
 
     @property
     def since(self) -> datetime:
@@ -138,6 +145,7 @@ def audit(store: Store, since: datetime, until: datetime, *,
           aliases: dict[str, str] | None = None, verify_days: float = 7.0, limit: int = 50,
           cfg: RankingSettings | None = None) -> Audit:
     """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding."""
+    cfg = cfg or RankingSettings()
     ev = gather(store, since, until, cfg, aliases=aliases)
     ranked = rank(ev, cfg)
     shown = ranked[:limit] if limit else ranked
@@ -145,6 +153,9 @@ def audit(store: Store, since: datetime, until: datetime, *,
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
     g = graph.build_graph(ev.fabric)
     findings = [_finding(ev, g, i, s, locs, labels, modules) for i, s in enumerate(shown, 1)]
+    if ev.watch is not None:
+        for f in findings:
+            f.optics = _traces(ev.watch, f.suspect.ends)
     all_flaps = {id(f) for le in ev.links.values() for f in le.flaps} | {
         id(f) for n in ev.nodes for f in n.flaps}
     return Audit(
@@ -153,7 +164,20 @@ def audit(store: Store, since: datetime, until: datetime, *,
         heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
+        watch=ev.watch, optics_settings=cfg.optics,
     )
+
+
+def _traces(watch: WatchList, ends: list[dict[str, Any]]) -> list[Trace]:
+    """The newest module in each end's port that has a diagnostics history."""
+    out = []
+    for e in ends:
+        if e["port"] is None:
+            continue
+        found = watch.at_port(e["guid"], e["port"])
+        if found and (t := trace(found[-1], watch.watches)) is not None:
+            out.append(t)
+    return out
 
 
 def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,

@@ -42,6 +42,7 @@ from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
+from auditor.analyse.optics import WatchList, watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
@@ -114,6 +115,8 @@ class Evidence:
     names: dict[str, tuple[str, str]]
     # failed jobs of the window with no job log and no error line of their hosts (coverage)
     jobs_without_logs: list[str] = field(default_factory=list)
+    # Transceiver diagnostics trends over `[optics] history_days` before `until` (issue #14).
+    watch: WatchList | None = None
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -604,8 +607,11 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         else:
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
+    # Optics trends need weeks of readings, whatever the window asked about (issue #14).
+    watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
+                       names=names)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names, no_logs)
+                    unexplained, names, no_logs, watch)
 
 
 def _survivors(links: dict[LinkKey, LinkEvidence],

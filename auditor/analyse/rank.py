@@ -26,6 +26,9 @@ from typing import Any, TypedDict
 
 from auditor.analyse import ber
 from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
+from auditor.analyse.optics import FLAPPED_MIN, WatchJSON, watch_json
+from auditor.analyse.optics import action as optics_action
+from auditor.analyse.optics import evidence_line as optics_evidence
 from auditor.config import RankingSettings
 from auditor.models import NodeType
 
@@ -45,6 +48,7 @@ class Suspect:
     action: str = ""
     first_at: datetime | None = None
     last_at: datetime | None = None
+    optics: list[WatchJSON] = field(default_factory=list)  # the watches behind a verdict
 
     @property
     def score(self) -> float:
@@ -289,8 +293,45 @@ def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
     cfg = cfg or RankingSettings()
     out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg)) is not None]
     out += [_node_suspect(ev, n) for n in ev.nodes]
+    _optics_verdicts(ev, out, cfg)
     out.sort(key=lambda s: (-s.points, s.first_at or ev.until))
     return out
+
+
+# -- transceiver verdicts from diagnostics trends (issue #14) -----------------------------------
+# Kept apart from the rules above: auditor/analyse/optics.py finds the trends, correlate.gather
+# puts them on the Evidence, and this turns the strong ones into `transceiver` verdicts.
+
+
+def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings) -> None:
+    """A link whose module trends are strong (or that flapped and has a trend) becomes a
+    `transceiver` suspect, with the lane in its evidence; a link with strong trends and no other
+    evidence becomes one on its own (2 points plus 2 x the watch's strength: about a flapping
+    link's weight, below any link that killed a job)."""
+    if ev.watch is None or not ev.watch.watches:
+        return
+    links = {tuple(sorted((e["guid"], e["port"]) for e in s.ends)): s for s in out
+             if s.component not in ("switch", "host")}
+    for link, watches in sorted(ev.watch.by_link().items()):
+        suspect = links.get(link)
+        flapped = suspect is not None and suspect.flaps > 0
+        strong = [w for w in watches if w.strong(cfg.optics)
+                  or (flapped and w.strength >= FLAPPED_MIN)]
+        if not strong:
+            continue
+        best = max(strong, key=lambda w: w.strength)
+        if suspect is None:
+            suspect = Suspect("transceiver", [_end(ev, g, p) for g, p in link], 2.0)
+            out.append(suspect)
+        suspect.points += 2 * best.strength
+        suspect.component = "transceiver"
+        # A hot module's every lane trends with it: the two strongest say it, the rest count.
+        strong.sort(key=lambda w: -w.strength)
+        suspect.evidence += [optics_evidence(w) for w in strong[:2]]
+        if len(strong) > 2:
+            suspect.evidence.append(f"{len(strong) - 2} more optics watch(es) on this link")
+        suspect.action = optics_action(best)
+        suspect.optics = [watch_json(i, w, cfg.optics) for i, w in enumerate(strong, 1)]
 
 
 class EndJSON(TypedDict):
@@ -313,6 +354,7 @@ class SuspectJSON(TypedDict):
     action: str
     first_at: str | None
     last_at: str | None
+    optics: list[WatchJSON]  # added for #14: the watches behind a transceiver verdict
 
 
 def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
@@ -330,6 +372,7 @@ def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
         "action": s.action,
         "first_at": s.first_at.isoformat() + "Z" if s.first_at else None,
         "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
+        "optics": s.optics,
     }
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import overload
 
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
+from auditor.analyse.optics import UNIT, Trace, watch_json
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
 from auditor.report import schema
@@ -76,6 +77,17 @@ def _neighbourhood(hood: Neighbourhood) -> schema.Neighbourhood:
     }
 
 
+def _trace(t: Trace) -> schema.OpticsTrace:
+    return {
+        "device": t.module.device, "port_name": t.module.port_name,
+        "serial_number": t.module.serial_number, "quantity": t.quantity,
+        "unit": UNIT[t.quantity], "warning": t.warning, "alarm": t.alarm,
+        "lane": t.watched_lane, "watched": t.watched,
+        "series": [{"lane": lane, "points": [(f"{day:%Y-%m-%d}", v) for day, v in points]}
+                   for lane, points in t.lanes.items()],
+    }
+
+
 def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> schema.Report:
     """The report document of an audit (times naive UTC in, ISO out)."""
     ev, ranked, cov = result.evidence, result.suspects, result.coverage
@@ -111,6 +123,10 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
                       "recorded_at": t["recorded_at"], "status": t["status"],
                       "reason": t["reason"], "flaps_since": t["flaps_since"]}
                      for t in result.tracking],
+        "optics_trends": {str(f.rank): [_trace(t) for t in f.optics]
+                          for f in result.findings if f.optics},
+        "watch_list": [watch_json(i, w, result.optics_settings)
+                       for i, w in enumerate(result.watch.watches if result.watch else [], 1)],
     }
 
 

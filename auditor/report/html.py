@@ -13,11 +13,13 @@ It prints on A4 landscape: a technician takes the replacement table to the data 
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta
+import math
+from datetime import date, datetime, timedelta
 from typing import Any, overload
 
 import jinja2
 
+from auditor.analyse.optics import LABEL
 from auditor.report import schema, svg
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
@@ -32,8 +34,12 @@ _SUSPECT = "#d93025"
 _SWITCH = "#5f6368"
 _HCA = "#1a73e8"
 
+_WARNING = "#a15c00"
+_LANE = "#9aa0a6"
+
 # Beyond these a plot becomes unreadable; what is cut is said on the plot.
 _MAX_HEATMAP_ROWS = 40
+_MAX_WATCH_ROWS = 50  # the watch list's table; report.json has every entry
 _MAX_TIER_NODES = 24
 _MAX_JOB_LABELS = 9
 
@@ -169,6 +175,33 @@ def _tracking(rows: list[schema.Tracking]) -> list[dict[str, str]]:
     return out
 
 
+def _watch(rows: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for w in rows[:_MAX_WATCH_ROWS]:
+        days = w["days_to_threshold"]
+        out.append({
+            "rank": str(w["rank"]), "device": _name(w["device"]), "port": _str(w["port_name"]),
+            "serial": _str(w["serial_number"]), "part": _str(w["part_number"]),
+            "lane": "" if w["lane"] is None else str(w["lane"]), "trend": _str(w["trend"]),
+            "days": "" if days is None else
+            f"{'<1' if days < 1 else f'{days:.0f}'} ({_str(w['threshold'])})",
+            "strength": _number(w["strength"], 2), "strong": bool(w["strong"]),
+        })
+    return out
+
+
+def _trend_cards(traces: list[schema.OpticsTrace], uid: str) -> list[dict[str, str]]:
+    out = []
+    for i, t in enumerate(traces):
+        what = LABEL.get(t["quantity"], _str(t["quantity"]))
+        serial = f", S/N {_str(t['serial_number'])}" if t["serial_number"] else ""
+        caption = f"{_name(t['device'])} {_str(t['port_name'])}{serial}: {what}"
+        plot = _trend_svg(t, f"{uid}-{i}", caption)
+        if plot is not None:
+            out.append({"caption": caption, "svg": plot})
+    return out
+
+
 def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
     since, until = _when(report["window"]["since"]), _when(report["window"]["until"])
     replacements = [_replacement(r) for r in report["replacements"]]
@@ -185,6 +218,8 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
             if timeline is not None and until > since else None,
             "hood_svg": hood_plot[0] if hood_plot else None,
             "hood_wide": bool(hood_plot and hood_plot[1]),
+            "trends": _trend_cards(report.get("optics_trends", {}).get(str(rep["priority"]),
+                                                                       []), f"tr{n}"),
         })
     return {
         "title": _str(report["title"]),
@@ -197,6 +232,8 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
         "top_n": top_n,
         "heatmap_svg": _heatmap_svg(report["heatmap"], "hm"),
         "tracking": _tracking(report["tracking"]),
+        "watch": _watch(list(report.get("watch_list", []))),
+        "watch_total": len(report.get("watch_list", [])),
     }
 
 
@@ -328,6 +365,89 @@ def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, u
                       ("bar", _STILL_DOWN, "still down at window end"),
                       ("dashed", _JOB, "job failed")])
     return c.svg(f"Timeline of {name}")
+
+
+def _nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
+    """Round values (1, 2 or 5 x a power of ten apart) across [lo, hi], at most `most`."""
+    span = max(hi - lo, 1e-9)
+    step = 10 ** math.floor(math.log10(span / most))
+    for factor in (1, 2, 5, 10):
+        if span / (step * factor) <= most:
+            step *= factor
+            break
+    first = math.ceil(lo / step) * step
+    return [round(first + k * step, 10) for k in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _trend_svg(t: schema.OpticsTrace, uid: str, name: str) -> str | None:
+    """A module's daily medians: every lane thin and grey, the watched lane (or the module's
+    own quantity) in front with its points, and the module's warning and alarm limits dashed,
+    named at the right edge. The limits are in the y range: the distance to them is the point."""
+    series = [(s["lane"], [(date.fromisoformat(d), float(v)) for d, v in s["points"]])
+              for s in t["series"] if s["points"]]
+    if not series:
+        return None
+    first = min(d for _, pts in series for d, _ in pts)
+    span = max(max((d - first).days for _, pts in series for d, _ in pts), 1)
+    limits = [(v, colour, word) for v, colour, word in ((t["warning"], _WARNING, "warning"),
+                                                         (t["alarm"], _STILL_DOWN, "alarm"))
+              if v is not None]
+    values = [v for _, pts in series for _, v in pts] + [v for v, _, _ in limits]
+    lo, hi = min(values), max(values)
+    pad = max((hi - lo) * 0.08, 0.05)
+    lo, hi = lo - pad, hi + pad
+    width, height = 390.6, 84.0
+    unit = _str(t["unit"])
+    c = svg.Canvas(uid)
+
+    def x_at(day: date) -> float:
+        return width * ((day - first).days + 0.3) / (span + 0.6)
+
+    def y_at(v: float) -> float:
+        return height * (hi - v) / (hi - lo)
+
+    ticks = _nice_ticks(lo, hi)
+    step = max(1, span // 7)
+    days = [first + timedelta(days=k) for k in range(0, span + 1, step)]
+    c.segments([(0.0, y_at(v), width, y_at(v)) for v in ticks]
+               + [(x_at(d), 0.0, x_at(d), height) for d in days], stroke=_GRID,
+               stroke_width=0.6)
+    for value, colour, word in limits:
+        c.line(0.0, y_at(value), width, y_at(value), stroke=colour, stroke_width=1.0,
+               stroke_dasharray=_DASHED)
+        c.text(width + 3.0, y_at(value), f"{word} {value:g} {unit}", size=7.0, va="center",
+               fill=colour)
+    watched = t["lane"]
+    for lane, pts in sorted(series, key=lambda s: s[0] == watched):
+        front = lane is None or lane == watched
+        colour = (_SUSPECT if t["watched"] else _HCA) if front else _LANE
+        c.segments([(x_at(a), y_at(u), x_at(b), y_at(v))
+                    for (a, u), (b, v) in itertools.pairwise(pts)],
+                   stroke=colour, stroke_width=2.0 if front else 0.9)
+        if front:
+            for d, v in pts:
+                c.circle(x_at(d), y_at(v), 1.6, fill=colour)
+    _frame(c, 0.0, 0.0, width, height)
+    c.segments([(-_TICK, y_at(v), 0.0, y_at(v)) for v in ticks]
+               + [(x_at(d), height, x_at(d), height + _TICK) for d in days],
+               stroke="#000000", stroke_width=0.8)
+    for v in ticks:
+        c.text(-_TICK_PAD, y_at(v), f"{v:g}", size=8.0, anchor="end", va="center")
+    c.text(-_TICK_PAD - 28.0, height / 2, unit, size=8.0, anchor="middle", va="center",
+           rotate=90.0)
+    for d in days:
+        c.text(x_at(d), height + _TICK_PAD, d.strftime("%d %b"), size=8.0, anchor="middle",
+               va="top")
+    if len(series) > 1:  # which line is which
+        x = 3.0
+        for lane, _ in series:
+            front = lane == watched
+            colour = (_SUSPECT if t["watched"] else _HCA) if front else _LANE
+            c.line(x, -8.75, x + 14.0, -8.75, stroke=colour, stroke_width=2.0 if front else 0.9)
+            label = f"lane {lane}" + (" (watched)" if front and t["watched"] else "")
+            c.text(x + 19.6, -6.0, label, size=7.0)
+            x += 19.6 + svg.text_width(label, 7.0) + 14.0
+    return c.svg(f"Diagnostics trend of {name}")
 
 
 def _layout(nodes: list[dict[str, Any]], ends: set[str]) -> dict[str, tuple[float, float]]:

@@ -4,8 +4,9 @@ in Z; the keys are in the order the file writes them."""
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
+from auditor.analyse.optics import WatchJSON
 from auditor.analyse.rank import SuspectJSON
 
 
@@ -135,6 +136,26 @@ class Tracking(TypedDict):
     flaps_since: int
 
 
+class TraceSeries(TypedDict):
+    lane: int | None  # None: the module's own quantity (temperature, Vcc)
+    points: list[tuple[str, float]]  # (UTC day "YYYY-MM-DD", that day's median)
+
+
+class OpticsTrace(TypedDict):
+    """One module's diagnostics history in a suspect's port (issue #14)."""
+
+    device: str
+    port_name: str
+    serial_number: str | None
+    quantity: str  # temperature_c, vcc_v, tx_bias_ma, tx_power_dbm, rx_power_dbm
+    unit: str
+    warning: float | None  # the module's own limit on the side the quantity fails on
+    alarm: float | None
+    lane: int | None  # the lane a watch is about
+    watched: bool
+    series: list[TraceSeries]
+
+
 class Report(TypedDict):
     title: str
     generated_at: str
@@ -147,3 +168,6 @@ class Report(TypedDict):
     neighbourhoods: dict[str, Neighbourhood]
     heatmap: Heatmap
     tracking: list[Tracking]
+    # Added for #14 (build_report always writes them; a document made before may lack them):
+    optics_trends: NotRequired[dict[str, list[OpticsTrace]]]  # by priority, with diagnostics
+    watch_list: NotRequired[list[WatchJSON]]  # the optics watch list, strongest first

@@ -3,7 +3,9 @@
 recall@K: of the K injected bad cables, how many are among the top K suspects. False blames:
 top-K suspects that are cables of a rebooted switch, of a maintenance target, or a link whose
 only fault was one short reseat flap. The naive ranking (count of DOWN lines per link in the
-switch logs) is scored the same way, in the same run.
+switch logs) is scored the same way, in the same run. An `optics` scenario's `ethtool -m` files
+go in too (`load_optics`, through the ingest), so its ageing transceivers are ranked with the
+rest.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.jobs import JobOptions, ingest_job_files
 from auditor.ingest.logs import LogOptions, ingest_logs
+from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
 
@@ -66,6 +69,8 @@ def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str,
             for log in logs:
                 # One log per job, named for its id: `ingest --kind joblog --job ID`.
                 ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
+        if truth["scenario"].get("optics"):
+            load_optics(store, folder)
     return truth
 
 
@@ -123,3 +128,23 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False) -> tuple[Score, d
 
 def window(truth: dict[str, Any]) -> tuple[datetime, datetime]:
     return parse_instant(truth["window_start"]), parse_instant(truth["window_end"])
+
+
+# --- transceiver diagnostics (issue #14) --------------------------------------------------------
+
+
+def load_optics(store: Store, folder: Path) -> int:
+    """An `optics` scenario's `ethtool -m` files into the store, as `auditor ingest --kind
+    ethtool-module --host <host> --port <mlx5_N>/1` reads them: a host port's days in one call,
+    each file's read time its modification time (the simulator sets it; the name says it too).
+    How many readings."""
+    total = 0
+    for host in sorted(p for p in (folder / "optics").iterdir() if p.is_dir()):
+        by_device: dict[str, list[Path]] = {}
+        for path in sorted(host.glob("mlx5_*.txt")):
+            by_device.setdefault(path.name.split("-", 1)[0], []).append(path)
+        for device, paths in sorted(by_device.items()):
+            done = ingest_optics_files(store, paths, "ethtool-module",
+                                       OpticsOptions(host=host.name, port=f"{device}/1"))
+            total += sum(r.records for r in done)
+    return total

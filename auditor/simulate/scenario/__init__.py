@@ -19,6 +19,8 @@ writes, in the formats the auditor's parsers read (provenance next to each write
                                          FAILED job (`<jobid>` as sacct prints it)
     hosts                                /etc/hosts form: the IPoIB (ib0) address of each host
     maintenance.csv                      target,start,end,reason of the re-imaged hosts
+    optics/<host>/<mlx5_N>-<time>.txt    `ethtool -m` of every host port once a day (`optics`
+                                         only: transceivers that age before they flap)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:
@@ -29,6 +31,7 @@ The parts; each module imports only modules listed above it:
     truth.py       `GroundTruth` and its records (truth.json)
     fabric.py      the fat tree or rails: names, GUIDs, LIDs, links; ibnetdiscover, site files
     faults.py      the fault plan, the counters it moves, the switches whose logs are lost
+    optics.py      transceivers that age before they flap, and their `ethtool -m` text
     formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
     jobs.py        placement, each job's fate, sacct
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
@@ -36,6 +39,7 @@ The parts; each module imports only modules listed above it:
 Everything derives from the seed and the window start: same arguments, same bytes. Formatting
 options draw from streams of their own: a job's fate does not depend on `info_share`,
 `nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
+`optics` is off by default; then nothing of it is drawn and the files are what they were before.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from auditor.simulate.scenario.generator import REALISTIC, generate, write_scena
 from auditor.simulate.scenario.options import DEFAULT_START, Scenario, ScenarioOptions
 from auditor.simulate.scenario.releases import ib_timeout_default, nccl_death_s
 from auditor.simulate.scenario.truth import (
+    AgeingOptic,
     BadCable,
     End,
     FlapRecord,
@@ -60,6 +65,7 @@ from auditor.simulate.scenario.truth import (
 __all__ = [
     "DEFAULT_START",
     "REALISTIC",
+    "AgeingOptic",
     "BadCable",
     "End",
     "FlapRecord",

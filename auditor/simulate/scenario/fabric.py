@@ -285,16 +285,21 @@ def _inventory(fab: _Fabric) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _cabling(fab: _Fabric) -> str:
+def _cabling(fab: _Fabric, host_optics: dict[int, tuple[str, str]] | None = None) -> str:
     """The cabling plan: copper DAC from hosts to their leaf, optics between leaves and spines,
-    with serial numbers as printed on the cable label."""
+    with serial numbers as printed on the cable label. `host_optics` (HCA -> part number and
+    serial number of its transceiver): host links are SR4 optics instead (`optics` scenarios)."""
     rows = ["a_name,a_port,b_name,b_port,vendor,part_number,serial_number,length,type"]
     for n, link in enumerate(fab.links):
         leaf = fab.switches[link.leaf]
         if link.hca is not None:
             hca = fab.hcas[link.hca]
+            part, serial, length, kind = "MCP1650-H002E30", f"MT2331VS{10000 + n:05d}", "2m", "DAC"
+            if host_optics is not None:
+                part, serial = host_optics[link.hca]
+                length, kind = "30m", "SR4"
             rows.append(f"{fab.hosts[hca.host]},{hca.device}/1,{leaf.name},IB1/{link.leaf_port},"
-                        f"NVIDIA,MCP1650-H002E30,MT2331VS{10000 + n:05d},2m,DAC")
+                        f"NVIDIA,{part},{serial},{length},{kind}")
         elif link.spine is not None:
             spine = fab.switches[link.spine]
             rows.append(f"{leaf.name},IB1/{link.leaf_port},{spine.name},IB1/{link.spine_port},"

@@ -4,6 +4,7 @@ file written and the ground truth assembled; `REALISTIC`, the options of a large
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -21,8 +22,11 @@ from auditor.simulate.scenario.fabric import (
 from auditor.simulate.scenario.faults import _Flap, _lost_switches, _NodeKey, _Plan, _plan_faults
 from auditor.simulate.scenario.formats import _ibqueryerrors, _switch_log
 from auditor.simulate.scenario.jobs import _assign_sacct_ids, _Job, _sacct, _schedule_jobs
+from auditor.simulate.scenario.optics import PART, ethtool_m, file_name, plan_ageing, readings
+from auditor.simulate.scenario.optics import truth as optics_truth
 from auditor.simulate.scenario.options import Scenario, ScenarioOptions
 from auditor.simulate.scenario.truth import (
+    AgeingOptic,
     BadCable,
     FlapRecord,
     GroundTruth,
@@ -69,13 +73,16 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     total = sc.days * 86400.0
     fab = _build_fabric(sc, rng_for("fabric"))
     plan = _plan_faults(sc, fab, rng_for("faults"))
+    # Ageing optics add their flaps to the plan before anything reads it; their own stream.
+    optics = plan_ageing(sc, fab, plan, rng_for("optics")) if sc.optics else None
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
     for sub in ("topology", "logs", "counters", "jobs/logs"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
     for stale in [*(out_dir / "jobs" / "logs").glob("*.log"),
-                  *(out_dir / "counters").glob("ibqueryerrors-*.txt")]:
+                  *(out_dir / "counters").glob("ibqueryerrors-*.txt"),
+                  *(out_dir / "optics").glob("*/mlx5_*.txt")]:
         stale.unlink()
 
     def write(rel: str, text: str) -> None:
@@ -128,9 +135,21 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         for n, (h, s, e, _) in enumerate(maint)))
 
     write("inventory.csv", _inventory(fab))
-    write("cabling.csv", _cabling(fab))
+    write("cabling.csv", _cabling(fab, None if optics is None else {
+        m.hca: (PART, m.serial) for m in optics.modules}))
+    ageing: tuple[AgeingOptic, ...] = ()
+    if optics is not None:
+        for reading in readings(sc, fab, optics):
+            rel = file_name(reading, clock)
+            (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            write(rel, ethtool_m(reading))
+            # A capture is written when it is read: `ingest --kind ethtool-module` takes the
+            # file's modification time as the read time (its name says it too).
+            stamp = clock.at(reading.at).timestamp()
+            os.utime(out_dir / rel, (stamp, stamp))
+        ageing = optics_truth(fab, optics, plan, clock)
     truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
-                   arrays, het)
+                   arrays, het, ageing)
     write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
     return truth
 
@@ -138,7 +157,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
 def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Clock,
            skew: list[float], topology_at: float, snapshots: list[Snapshot],
            maint: list[tuple[int, float, float, list[_Flap]]], lost: list[int],
-           arrays: list[str], het: int | None) -> GroundTruth:
+           arrays: list[str], het: int | None,
+           ageing: tuple[AgeingOptic, ...] = ()) -> GroundTruth:
     def interval(f: _Flap) -> Interval:
         return Interval(clock.at(f.down), clock.at(f.up), round(f.up - f.down, 6))
 
@@ -188,4 +208,5 @@ def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Cl
         survived_long_flaps=sum(1 for j in jobs if j.survived),
         lost_switch_logs=tuple(sorted(fab.switches[sw].name for sw in lost)),
         array_jobs=tuple(arrays), het_jobs=(str(het),) if het is not None else (),
+        ageing_optics=ageing,
     )

@@ -28,6 +28,7 @@ _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,30}")
 FAULT_FREQUENT = "frequent_flaps"
 FAULT_RARE = "rare_long_flaps"
 FAULT_SYMBOL = "symbol_errors"
+FAULT_AGEING = "ageing_optics"  # a transceiver that aged, then flapped (optics.py, issue #14)
 CAUSE_REBOOT = "switch_reboot"
 CAUSE_MAINTENANCE = "maintenance"
 CAUSE_RESEAT = "reseat"
@@ -63,6 +64,8 @@ class ScenarioOptions(TypedDict, total=False):
     launcher_prefixes: bool
     sacct_steps: bool
     lost_switch_logs: int
+    optics: bool
+    ageing_optics: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +109,10 @@ class Scenario:
     launcher_prefixes: bool = False  # one launcher style per job log: srun -l, torchrun, ts, CRI
     sacct_steps: bool = False  # sacct without -X: steps, a few array tasks and a het job
     lost_switch_logs: int = 0  # switches whose lines are missing from logs/switches.log
+    # Transceiver diagnostics (optics.py, issue #14): a daily `ethtool -m` of every host port,
+    # and `ageing_optics` modules (None: one per 32 host links, at least 3) that age, then flap.
+    optics: bool = False
+    ageing_optics: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -148,6 +155,8 @@ class Scenario:
             raise ValueError("Scenario.info_share must be in [0, 1]")
         if not 0 <= self.lost_switch_logs <= self.spines + self.leaves:
             raise ValueError("lost_switch_logs must be between 0 and the number of switches")
+        if self.ageing_optics is not None and (self.ageing_optics < 0 or not self.optics):
+            raise ValueError("ageing_optics needs optics and must be >= 0")
         if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0:
             raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
@@ -200,4 +209,7 @@ class Scenario:
         out["start"] = _iso(self.start.astimezone(UTC))
         out["nccl_versions"] = list(self.nccl_versions)
         out["ib_timeouts"] = list(self.ib_timeouts)
+        if not self.optics:
+            # Off (the default): truth.json stays byte for byte what it was before optics.
+            del out["optics"], out["ageing_optics"]
         return out

@@ -55,6 +55,24 @@ class BadCable:
 
 
 @dataclass(frozen=True, slots=True)
+class AgeingOptic:
+    """A host port's transceiver that aged (its diagnostics drift), then flapped (issue #14)."""
+
+    link: str
+    host: str
+    device: str  # mlx5_N
+    port_name: str  # mlx5_N/1
+    serial_number: str
+    part_number: str
+    kind: str  # laser_ageing, rx_sag, hot_module
+    lane: int | None  # the lane that ages (1-4); None: the whole module (hot_module)
+    onset: datetime  # the drift starts
+    first_flap: datetime
+    flaps: int
+    ends: tuple[End, End]
+
+
+@dataclass(frozen=True, slots=True)
 class SwitchReboot:
     name: str
     guid: str
@@ -164,11 +182,15 @@ class GroundTruth:
     lost_switch_logs: tuple[str, ...] = ()  # switches with no line in logs/switches.log
     array_jobs: tuple[str, ...] = ()  # sacct JobIDs of array tasks (`123_7`), sacct_steps only
     het_jobs: tuple[str, ...] = ()  # het job ids (`123` of `123+0`, `123+1`), sacct_steps only
+    # Transceivers that aged before they flapped (optics only; also in `bad_cables`).
+    ageing_optics: tuple[AgeingOptic, ...] = ()
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types: datetimes as ISO 8601 UTC with `Z`, tuples as lists."""
         data = asdict(self)
+        if not self.scenario.get("optics"):
+            del data["ageing_optics"]  # without optics truth.json is what it always was
         return {"schema": data.pop("schema"), **_jsonable(data)}
 
 
