@@ -15,6 +15,8 @@ from auditor import __version__
 from auditor.errors import AuditorError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from typer import _click
 
     from auditor import config as config_mod
@@ -455,7 +457,13 @@ def suspects(
     with _open(settings, read_only=True) as store:
         cfg = settings.ranking
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
-    data = as_json(evidence, rank(evidence, cfg), limit)
+        ranked = rank(evidence, cfg)
+        if settings.outcomes.learned_weights:
+            from auditor.analyse.outcomes import reweigh
+
+            ranked = reweigh(store, ranked, utc_naive(end), settings.outcomes,
+                             settings.nightly.verify_days)
+    data = as_json(evidence, ranked, limit)
     if fmt == "json":
         _out(to_json(data))
         return
@@ -626,7 +634,7 @@ def report(
     with _open(settings, read_only=True) as store:
         result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                        verify_days=settings.nightly.verify_days, limit=limit,
-                       cfg=settings.ranking)
+                       cfg=settings.ranking, outcomes=settings.outcomes)
     for path in write_report(out, build_report(result)):
         _out(str(path))
 
@@ -676,6 +684,82 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
     with _open(settings, read_only=True) as store:
         rows = status(store, _at(at), settings.nightly.verify_days)
     _out(render_rows(rows, fmt, title="replacements"))
+
+
+OUTCOME_COLUMNS = ["suspects", "confirmed", "refuted", "open", "young", "precision",
+                   "median_days_to_fix", "gpu_hours_before_fix", "false_positives_per_night"]
+COHORT_COLUMNS = ["field", "value", "part_number", "parts", "with_incident", "incidents",
+                  "mtbi_days", "share", "rest_share", "p_value", "explained_by"]
+
+
+def _cells(row: Mapping[str, object], columns: list[str]) -> dict[str, object]:
+    return {c: row[c] for c in columns}
+
+
+@app.command("outcomes")
+def outcomes_cmd(
+    since: Annotated[str | None, typer.Option(
+        "--since", help="window back from --until (default [outcomes] since, 90d)")] = None,
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """What the nightly runs' suspects turned out to be, per rule and per verdict: suspects,
+    confirmed (the part named was swapped and the flaps stopped), refuted (the swap did not
+    help, another part's did, or nobody acted and the link stayed clean [outcomes]
+    clean_days), open, young (first seen less than clean_days ago: not in the rates),
+    precision, median days from first evidence to the fix, GPU-hours lost before it and false
+    positives per night; then the parts' cohorts (part number, vendor, firmware, lot) whose
+    incident rate stands out. CSV holds the rule and verdict rows.
+
+    Example:
+
+    \b
+        auditor outcomes --since 90d
+        auditor outcomes --format json > outcomes.json
+    """
+    from auditor.analyse.cohorts import cohorts
+    from auditor.analyse.outcomes import judge
+    from auditor.report.build import outcomes_section
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    start, end = _window(since or settings.outcomes.since, until)
+    with _open(settings, read_only=True) as store:
+        judged = judge(store, utc_naive(start), utc_naive(end), settings.outcomes,
+                       settings.nightly.verify_days)
+        section = outcomes_section(judged, cohorts(store, judged))
+    if fmt == "json":
+        _out(to_json(section))
+        return
+    rows = [{"by": by, **_cells(g, ["name", *OUTCOME_COLUMNS])}
+            for by, groups in (("rule", section["rules"]), ("verdict", section["verdicts"]),
+                               ("all", [section["overall"]]))
+            for g in groups]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv", columns=["by", "name", *OUTCOME_COLUMNS]))
+        return
+    _out(f"window {section['window']['since']} .. {section['window']['until']}: "
+         f"{section['nights']} nightly run(s), {section['overall']['suspects']} suspect(s) "
+         f"judged by what followed ({section['unjudged']} whole-switch or host event(s) not "
+         f"judged); refuted also when a link stays clean {section['clean_days']:g} days")
+    _out(render_rows([r for r in rows if r["by"] != "verdict"], "table",
+                     columns=["name", *OUTCOME_COLUMNS], title="per rule"))
+    _out(render_rows([r for r in rows if r["by"] == "verdict"], "table",
+                     columns=["name", *OUTCOME_COLUMNS], title="per verdict"))
+    if section["learned_weights"] is not None:
+        _out(render_rows(section["learned_weights"], "table", title="learned weights"))
+    co = section["cohorts"]
+    _out(f"cohorts: {co['parts']} part(s) watched {co['days']:g} days, {co['with_incident']} "
+         f"with an incident, fleet MTBI {co['mtbi_days'] if co['mtbi_days'] is not None else '-'}"
+         " part-days")
+    for finding in co["findings"]:
+        _out(f"  finding: {finding}")
+    shown = [g for g in co["groups"] if g["flagged"]] or co["groups"][:10]
+    _out(render_rows([_cells(g, COHORT_COLUMNS) for g in shown], "table",
+                     columns=COHORT_COLUMNS,
+                     title="flagged cohorts" if any(g["flagged"] for g in shown)
+                     else "cohorts (none flagged)"))
 
 
 @app.command("nightly")
@@ -922,6 +1006,7 @@ def simulate(
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
          f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
          f"ground truth in {out / 'truth.json'}")
+
 
 
 def main() -> None:

@@ -246,6 +246,16 @@ class RankingTable(_Table):
     nccl_ib_timeout: Annotated[int, Field(ge=0, le=31)] | None = None
 
 
+class OutcomesTable(_Table):
+    since: Annotated[str, AfterValidator(_span)] | None = None
+    clean_days: Positive | None = None
+    learned_weights: bool | None = None
+    prior_suspects: Annotated[float, Field(ge=0)] | None = None
+    cohort_min_incidents: Count | None = None
+    cohort_min_ratio: Annotated[float, Field(ge=1)] | None = None
+    cohort_alpha: Annotated[float, Field(gt=0, lt=1)] | None = None
+
+
 class ConfigFile(_Table):
     store: StoreTable | None = None
     topology: TopologyTable | None = None
@@ -257,6 +267,7 @@ class ConfigFile(_Table):
     hosts: HostsTable | None = None
     nightly: NightlyTable | None = None
     ranking: RankingTable | None = None
+    outcomes: OutcomesTable | None = None
 
 
 # -- messages -----------------------------------------------------------------------------------

@@ -12,14 +12,18 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
 from auditor.analyse.correlate import Evidence, gather
 from auditor.analyse.flaps import Flap
 from auditor.analyse.rank import Suspect, rank
-from auditor.config import RankingSettings
+
+if TYPE_CHECKING:
+    from auditor.analyse.cohorts import Cohorts
+    from auditor.analyse.outcomes import Outcomes
+from auditor.config import OutcomesSettings, RankingSettings
 from auditor.models import NodeType
 from auditor.store import Store
 
@@ -122,6 +126,10 @@ class Audit:
     coverage: Coverage
     heatmap: Heatmap
     tracking: list[dict[str, Any]]  # replacements.status, judged at the window's end
+    # What the earlier nightly runs' suspects turned out to be, and the parts' cohorts (#15);
+    # None when the audit was not asked for them.
+    outcomes: Outcomes | None = None
+    cohorts: Cohorts | None = None
 
     @property
     def since(self) -> datetime:
@@ -134,10 +142,21 @@ class Audit:
 
 def audit(store: Store, since: datetime, until: datetime, *,
           aliases: dict[str, str] | None = None, verify_days: float = 7.0, limit: int = 50,
-          cfg: RankingSettings | None = None) -> Audit:
-    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding."""
+          cfg: RankingSettings | None = None, outcomes: OutcomesSettings | None = None) -> Audit:
+    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding. With
+    `outcomes`, also what the remembered suspects of `outcomes.since` before `until` turned
+    out to be (and the rules' learned weights, when those are on)."""
     ev = gather(store, since, until, cfg, aliases=aliases)
     ranked = rank(ev, cfg)
+    judged: Outcomes | None = None
+    if outcomes is not None:
+        from auditor.analyse import outcomes as outcomes_mod
+
+        span = outcomes.span
+        judged = outcomes_mod.judge(store, until - span, until, outcomes, verify_days)
+        if outcomes.learned_weights:
+            ranked = outcomes_mod.apply_weights(ranked, outcomes_mod.learned_weights(judged),
+                                                span.total_seconds() / 86400)
     shown = ranked[:limit] if limit else ranked
     locs, labels = store.locations(), store.port_labels()
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
@@ -150,7 +169,27 @@ def audit(store: Store, since: datetime, until: datetime, *,
         coverage=_coverage(store.device_status()), heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
+        outcomes=judged, cohorts=_cohorts(store, judged),
     )
+
+
+def judge_again(result: Audit, store: Store, settings: OutcomesSettings,
+                verify_days: float = 7.0) -> None:
+    """Judge the remembered suspects anew into `result` (the nightly run, once it has
+    remembered its own)."""
+    from auditor.analyse import outcomes as outcomes_mod
+
+    result.outcomes = outcomes_mod.judge(store, result.until - settings.span, result.until,
+                                         settings, verify_days)
+    result.cohorts = _cohorts(store, result.outcomes)
+
+
+def _cohorts(store: Store, judged: Outcomes | None) -> Cohorts | None:
+    if judged is None:
+        return None
+    from auditor.analyse.cohorts import cohorts
+
+    return cohorts(store, judged)
 
 
 def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,

@@ -13,7 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import overload
 
+from auditor.analyse import outcomes
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
+from auditor.analyse.cohorts import Cohorts
+from auditor.analyse.outcomes import Outcomes
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
 from auditor.report import schema
@@ -110,6 +113,29 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
                       "recorded_at": t["recorded_at"], "status": t["status"],
                       "reason": t["reason"], "flaps_since": t["flaps_since"]}
                      for t in result.tracking],
+        "outcomes": outcomes_section(result.outcomes, result.cohorts)
+        if result.outcomes is not None and result.cohorts is not None else None,
+    }
+
+
+def outcomes_section(out: Outcomes, co: Cohorts) -> schema.Outcomes:
+    """The outcomes of the remembered suspects and the parts' cohorts, as `auditor outcomes
+    --format json` prints them and report.json holds them."""
+    weights = (outcomes.weights_json(outcomes.learned_weights(out))
+               if out.settings.learned_weights else None)
+    return {
+        "window": {"since": _iso(out.since), "until": _iso(out.until)},
+        "nights": out.nights, "clean_days": out.settings.clean_days,
+        "verify_days": out.verify_days, "unjudged": out.unjudged,
+        "overall": outcomes.overall(out), "rules": outcomes.by_rule(out),
+        "verdicts": outcomes.by_verdict(out), "learned_weights": weights,
+        "suspects": [outcomes.episode_json(e) for e in out.episodes],
+        "cohorts": {"days": co.days, "parts": co.parts, "with_incident": co.with_incident,
+                    "incidents": co.incidents,
+                    "mtbi_days": round(co.parts * co.days / co.incidents, 1)
+                    if co.incidents else None,
+                    "findings": [g["finding"] or "" for g in co.findings],
+                    "groups": co.groups},
     }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from auditor.analyse.cohorts import CohortJSON
+from auditor.analyse.outcomes import EpisodeJSON, GroupJSON, WeightJSON
 from auditor.analyse.rank import SuspectJSON
 
 
@@ -134,6 +136,34 @@ class Tracking(TypedDict):
     flaps_since: int
 
 
+class CohortsSection(TypedDict):
+    """Incidents per part number, vendor, firmware and lot (auditor/analyse/cohorts.py)."""
+
+    days: float  # how long the parts were watched
+    parts: int
+    with_incident: int
+    incidents: int
+    mtbi_days: float | None  # the fleet's: part-days / incidents
+    findings: list[str]  # one sentence per flagged cohort not explained by a finer one
+    groups: list[CohortJSON]
+
+
+class Outcomes(TypedDict):
+    """What the nightly runs' suspects turned out to be (auditor/analyse/outcomes.py)."""
+
+    window: Window
+    nights: int  # nightly runs remembered in the window
+    clean_days: float
+    verify_days: float
+    unjudged: int  # whole-switch and whole-host suspects: no part to swap
+    overall: GroupJSON
+    rules: list[GroupJSON]
+    verdicts: list[GroupJSON]
+    learned_weights: list[WeightJSON] | None  # None: [outcomes] learned_weights is off
+    suspects: list[EpisodeJSON]
+    cohorts: CohortsSection
+
+
 class Report(TypedDict):
     title: str
     generated_at: str
@@ -146,3 +176,4 @@ class Report(TypedDict):
     neighbourhoods: dict[str, Neighbourhood]
     heatmap: Heatmap
     tracking: list[Tracking]
+    outcomes: Outcomes | None  # added for #15; None when the audit did not judge outcomes
