@@ -970,6 +970,11 @@ def simulate(
     lost_switch_logs: Annotated[int | None, typer.Option(
         "--lost-switch-logs", help="switches left out of logs/switches.log (default 0)")
     ] = None,
+    outcomes: Annotated[bool, typer.Option(
+        "--outcomes", help="weeks of faults with the swaps technicians made (some right, "
+        "some wrong), cable lots in cabling.csv and one bad lot; the swaps in "
+        "replacements.csv, the truth in truth.json's `outcomes` (needs --days 14 or more)")
+    ] = False,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -980,6 +985,7 @@ def simulate(
     \b
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
+        auditor simulate --out /tmp/weeks --outcomes --days 28 --hosts 16
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -999,6 +1005,8 @@ def simulate(
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
                  "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
+        if outcomes:
+            options["outcomes"] = True
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
@@ -1006,7 +1014,16 @@ def simulate(
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
          f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
          f"ground truth in {out / 'truth.json'}")
+    if outcomes:
+        import json
 
+        campaign = json.loads((out / "truth.json").read_text(encoding="utf-8"))["outcomes"]
+        swaps = [s for f in campaign["faults"] for s in f["swaps"]]
+        _out(f"outcomes campaign: {len(campaign['faults'])} faulty link(s) "
+             f"({campaign['bad_lot_faults']} in bad lot {campaign['bad_lot']}), "
+             f"{len(campaign['noise'])} one-off flap(s), {len(swaps)} swap(s) "
+             f"({sum(not s['right'] for s in swaps)} of the wrong part) in "
+             f"{out / 'replacements.csv'}")
 
 
 def main() -> None:

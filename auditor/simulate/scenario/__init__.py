@@ -19,6 +19,9 @@ writes, in the formats the auditor's parsers read (provenance next to each write
                                          FAILED job (`<jobid>` as sacct prints it)
     hosts                                /etc/hosts form: the IPoIB (ib0) address of each host
     maintenance.csv                      target,start,end,reason of the re-imaged hosts
+    replacements.csv                     ticket,link,part,replaced_at of the swaps technicians
+                                         made (`outcomes` only: weeks of faults, swaps right
+                                         and wrong, a bad lot; cabling.csv gets a lot column)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:
@@ -29,6 +32,7 @@ The parts; each module imports only modules listed above it:
     truth.py       `GroundTruth` and its records (truth.json)
     fabric.py      the fat tree or rails: names, GUIDs, LIDs, links; ibnetdiscover, site files
     faults.py      the fault plan, the counters it moves, the switches whose logs are lost
+    campaign.py    the outcomes campaign: faults over weeks, the swaps, lots and a bad one
     formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
     jobs.py        placement, each job's fate, sacct
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
@@ -36,6 +40,7 @@ The parts; each module imports only modules listed above it:
 Everything derives from the seed and the window start: same arguments, same bytes. Formatting
 options draw from streams of their own: a job's fate does not depend on `info_share`,
 `nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
+`outcomes` is off by default; then nothing of it is drawn and the files are what they were.
 """
 
 from __future__ import annotations

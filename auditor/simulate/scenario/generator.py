@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Unpack
 
+from auditor.simulate.scenario.campaign import plan_campaign
 from auditor.simulate.scenario.clock import _Clock, _iso
 from auditor.simulate.scenario.fabric import (
     _build_fabric,
@@ -69,6 +70,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     total = sc.days * 86400.0
     fab = _build_fabric(sc, rng_for("fabric"))
     plan = _plan_faults(sc, fab, rng_for("faults"))
+    # The outcomes campaign (#15) adds its flaps before anything reads the plan; its own stream.
+    campaign = plan_campaign(sc, fab, plan, rng_for("outcomes")) if sc.outcomes else None
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
@@ -128,10 +131,16 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         for n, (h, s, e, _) in enumerate(maint)))
 
     write("inventory.csv", _inventory(fab))
-    write("cabling.csv", _cabling(fab))
+    write("cabling.csv", _cabling(fab) if campaign is None else campaign.cabling(fab))
     truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
                    arrays, het)
-    write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
+    data = truth.to_json()
+    if campaign is not None:
+        write("replacements.csv", campaign.replacements_csv(fab, clock))
+        data["outcomes"] = campaign.truth(fab, clock)
+    else:
+        (out_dir / "replacements.csv").unlink(missing_ok=True)  # from an earlier campaign
+    write("truth.json", json.dumps(data, indent=1) + "\n")
     return truth
 
 
