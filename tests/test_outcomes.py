@@ -331,3 +331,18 @@ def test_the_outcomes_section_renders_inert(site: Path, tmp_path: Path) -> None:
     assert "\u202e" not in page  # a bidi override is made visible, not obeyed
     rule_rows = page.split('id="outcomes"')[1].count("<tr><td>")
     assert rule_rows == len(section["rules"]) + 1 + len(section["verdicts"]) + 1
+
+
+def test_weights_touch_only_the_points_a_rule_gave() -> None:
+    from auditor.analyse.outcomes import Weight, apply_weights
+    from auditor.analyse.rank import Suspect
+
+    ends = [{"name": "leaf01", "guid": "0x1", "port": 5, "label": "IB1/5"}]
+    strong = Suspect("cable", ends, 5.0, rule_points={"flaps": 3.0, "killed_job": 2.0})
+    # 1.5 points from something that names no rule (an addition to rank.py without a name)
+    loose = Suspect("cable", ends, 4.5, rule_points={"flaps": 3.0})
+    out = apply_weights([loose, strong], {"flaps": Weight(0.5, 1, 1, 0.5),
+                                          "killed_job": Weight(1.0, 4, 0, 0.5)}, 90)
+    assert [s.points for s in out] == [3.0 * 0.5 + 2.0, 3.0 * 0.5 + 1.5]
+    assert out[0] is strong
+    assert "flaps x0.50 (1 of 2 right), killed_job x1.00 (4 of 4 right)" in strong.evidence[-1]

@@ -471,7 +471,9 @@ def apply_weights(suspects: list[Suspect], weights: dict[str, Weight],
         if not s.rule_points:
             continue
         parts = []
-        points = 0.0
+        # Points no rule claims (a later addition to the ranking that names none) stay as they
+        # are: a weight is only known for a rule.
+        points = s.points - sum(s.rule_points.values())
         for rule in s.rules:
             w = weights.get(rule)
             factor = w.weight if w is not None else 1.0
