@@ -161,14 +161,21 @@ def ingest(
     files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
                                       "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
-                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts or "
-                                      "maintenance")] = "auto",
+                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
+                                      "maintenance, inventory, cabling, ethtool-module "
+                                      "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
+                                      "(a switch's per-port transceiver diagnostics)")] = "auto",
     at: AtOpt = None,
     year: Annotated[int | None, typer.Option(
         "--year", help="year of log stamps that have none (default: from the file's date)")] = None,
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
-    host: Annotated[str | None, typer.Option("--host", help="dmesg: the host it came from")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", help="dmesg and transceiver diagnostics: the host (or switch) it came from")
+    ] = None,
+    port: Annotated[str | None, typer.Option(
+        "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
+        "capture does not start with the command that names it")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", help="joblog: the job the log belongs to (default: matched by host and time)")
     ] = None,
@@ -180,6 +187,7 @@ def ingest(
     files in any order.
 
     `--at` is when a topology or counter snapshot was taken; files ingested together share it.
+    For transceiver diagnostics it is when the module was read (default: the file's time).
     Log lines that cannot be used (NUL bytes included) are counted per reason (see
     `auditor sources`).
 
@@ -190,6 +198,7 @@ def ingest(
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
         auditor ingest --kind sacct sacct-24h.txt
         auditor ingest --kind joblog --job 4242 rank0.log
+        auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
     """
     from auditor.ingest.captures import ingest_files, load_node_names
     from auditor.ingest.plan import plan_ingest
@@ -202,6 +211,7 @@ def ingest(
     opts = _log_options(settings, year, tz, host)
     from auditor.ingest.jobs import JobOptions, ingest_job_files
     from auditor.ingest.logs import ingest_logs
+    from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 
     with _open(settings) as store, store.transaction():
         results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
@@ -212,6 +222,9 @@ def ingest(
         if plan.job_files:
             results += ingest_job_files(store, plan.job_files, plan.job_kind,
                                         JobOptions(tz=opts.tz, job=job, year=opts.year))
+        if plan.optics:
+            results += ingest_optics_files(store, plan.optics, plan.optics_kind, OpticsOptions(
+                host=host, port=port, at=moment, aliases=settings.aliases))
     rows = [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records,
              "warnings": "; ".join(r.warnings)} for r in results]
     _out(render_rows(rows, fmt, title="ingest"))
@@ -236,9 +249,9 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
     \b
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
+    from auditor.analyse import topology as topology_mod
 
     _check_format(fmt)
-    from auditor.analyse import topology as topology_mod
 
     with _open(_settings(), read_only=True) as store:
         data = topology_mod.topology(store, _at(at))
@@ -298,9 +311,9 @@ def links(
     \b
         auditor links --degraded --down --format csv
     """
+    from auditor.analyse import topology as topology_mod
 
     _check_format(fmt)
-    from auditor.analyse import topology as topology_mod
 
     with _open(_settings(), read_only=True) as store:
         rows = topology_mod.links(store, _at(at), degraded_only=degraded, down_only=down)
@@ -446,6 +459,7 @@ def suspects(
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.correlate import gather
+    from auditor.analyse.coverage import blind_spots
     from auditor.analyse.rank import as_json, rank
     from auditor.store import utc_naive
 
@@ -463,7 +477,8 @@ def suspects(
 
             ranked = reweigh(store, ranked, utc_naive(end), settings.outcomes,
                              settings.nightly.verify_days)
-    data = as_json(evidence, ranked, limit)
+        coverage = blind_spots(store, evidence)
+    data = as_json(evidence, ranked, limit) | {"coverage": coverage.as_json()}
     if fmt == "json":
         _out(to_json(data))
         return
@@ -482,6 +497,8 @@ def suspects(
          f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
          f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained")
     _out(render_rows(rows, "table", title="suspects, best first"))
+    for note in coverage.notes:
+        _out(inert(f"could not see: {note}", None))
 
 
 def _label_end(end: dict[str, Any]) -> str:

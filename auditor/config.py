@@ -60,6 +60,10 @@ class SweepSettings:
     ibqueryerrors_args: tuple[str, ...] = ()
     sacct: bool = False  # also read Slurm accounting (sacct -P) in the sweep
     sacct_since: str = "now-1days"
+    # Also read transceiver diagnostics (DDM): per connected switch port over the Onyx CLI, and
+    # mlxlink -m (or ethtool -m) on every [hosts] host. Off by default: one more command per
+    # port, which a large fabric pays on every sweep.
+    optics: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,11 @@ class RankingSettings:
     before_minutes: float = 15.0  # a flap this long before a job died can have killed it
     after_minutes: float = 1.0  # clock skew between switches and hosts
     gpus_per_node: int = 8  # when the scheduler does not say
-    symbol_errors_per_hour: float = 120.0  # IBTA BER 1e-12 at HDR, as NVSentinel uses
+    # Symbol-BER limit per link speed ("HDR" = 1e-13), replacing NVIDIA's field table for that
+    # speed (auditor/analyse/ber.py); and the FEC opcode the site's links of a speed run
+    # (the table's "FEC OPCODE", what mlxlink and UFM show) where the assumed one is wrong.
+    ber_limits: dict[str, float] = field(default_factory=dict)
+    ber_fec: dict[str, int] = field(default_factory=dict)
     link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
@@ -306,7 +314,11 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         top["nightly"] = NightlySettings(**_given(data["nightly"], base,
                                                   paths=("reports", "log_file")))
     if "ranking" in data:
-        top["ranking"] = RankingSettings(**data["ranking"])
+        ranking = dict(data["ranking"])
+        for key in ("ber_limits", "ber_fec"):  # speeds as the fabric prints them
+            if key in ranking:
+                ranking[key] = {k.upper(): v for k, v in ranking[key].items()}
+        top["ranking"] = RankingSettings(**ranking)
     if "outcomes" in data:
         top["outcomes"] = OutcomesSettings(**data["outcomes"])
     return Settings(config_path=config_path, **top)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -36,6 +36,12 @@ from auditor.timeparse import parse_span
 SNMP_AUTH_PROTOCOLS = ("MD5", "SHA", "SHA224", "SHA256", "SHA384", "SHA512")
 SNMP_PRIV_PROTOCOLS = ("DES", "3DES", "AES", "AES128", "AES192", "AES256", "AES192C", "AES256C")
 SNMP_VERSIONS = ("2c", "3")
+# Link speeds `[ranking] ber_limits` / `ber_fec` may name, and the FEC opcodes NVIDIA's field
+# table has rows for (auditor/analyse/ber.py; a test holds these equal to its tables, so the
+# config is checked without importing analyse).
+IB_SPEEDS = ("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR")
+FecOpcode = Literal[0, 2, 3, 7, 12, 13, 14]
+FEC_OPCODES: tuple[int, ...] = get_args(FecOpcode)
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 
@@ -96,6 +102,17 @@ def _nccl_version(value: str) -> str:
     return value
 
 
+def _ib_speed(name: str) -> str:
+    if name.upper() not in IB_SPEEDS:
+        raise ValueError(f"is not an InfiniBand link speed ({', '.join(IB_SPEEDS)})")
+    return name
+
+
+def _replaced_by_ber(value: Any) -> None:
+    raise ValueError("replaced by ber_limits: a symbol-BER limit per link speed, e.g. "
+                     "ber_limits = { HDR = 1e-13 } (issue #14)")
+
+
 def _one_of(names: tuple[str, ...]) -> AfterValidator:
     def check(value: str) -> str:
         if value.upper() not in names:
@@ -110,6 +127,7 @@ Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[float, Field(gt=0)]
 Count = Annotated[int, Field(ge=1)]
 Name = Annotated[str, Field(min_length=1)]
+Speed = Annotated[str, AfterValidator(_ib_speed)]
 
 
 class _Table(BaseModel):
@@ -143,6 +161,7 @@ class SweepTable(_Table):
     ibqueryerrors_args: list[str] | None = None
     sacct: bool | None = None
     sacct_since: str | None = None
+    optics: bool | None = None
 
 
 class SwitchSnmpTable(_Table):
@@ -237,7 +256,9 @@ class RankingTable(_Table):
     before_minutes: Positive | None = None
     after_minutes: Positive | None = None
     gpus_per_node: Count | None = None
-    symbol_errors_per_hour: Positive | None = None
+    ber_limits: dict[Speed, Annotated[float, Field(gt=0, lt=1)]] | None = None
+    ber_fec: dict[Speed, FecOpcode] | None = None
+    symbol_errors_per_hour: Annotated[Any, AfterValidator(_replaced_by_ber)] = None
     link_error_recovery_per_hour: Positive | None = None
     common_mode_min_ports: Count | None = None
     common_mode_fraction: Annotated[float, Field(gt=0, le=1)] | None = None

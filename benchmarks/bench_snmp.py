@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.collect.snmp import SnmpTarget, poll
-from auditor.config import Secret
+from auditor.config import Secret, SnmpSettings
 from auditor.models import SnmpResult
 
 REPO = Path(__file__).resolve().parent.parent
@@ -155,9 +155,10 @@ def main() -> None:
                                     ports=args.ports).start())
             print(f"  {args.agents} agents started in {time.perf_counter() - t0:.2f} s")
             targets = [
-                SnmpTarget(f"sw{a:02d}-{c:02d}", "127.0.0.1", agent.port,
-                           community=Secret(f"env:BENCH_SNMP_C{c:02d}"),
-                           timeout_s=args.timeout, retries=1)
+                SnmpTarget(f"sw{a:02d}-{c:02d}", "127.0.0.1",
+                           SnmpSettings(port=agent.port,
+                                        community=Secret(f"env:BENCH_SNMP_C{c:02d}"),
+                                        timeout_s=args.timeout, retries=1))
                 for a, agent in enumerate(agents) for c in range(args.communities)]
             # Warm-up: snmpd starts its pass_persist backends on the first request.
             warm = poll(targets[:: args.communities], concurrency=args.concurrency)

@@ -1,3 +1,5 @@
--- The hosts of jobs: one row per (job, host).
+-- The hosts of the staged jobs: one row per (job, host), in the order the NodeList names them.
 insert into job_nodes (job_id, start_at, host)
-select unnest($job_id), unnest($start_at), unnest($host);
+select job_id, start_at, unnest(string_split(nodes, ','))
+from staged_jobs
+where nodes <> '';

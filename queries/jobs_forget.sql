@@ -1,5 +1,5 @@
--- Drop earlier records of jobs a newer export describes again (same job id and start): the
--- newer state wins (a running job that has since failed).
+-- Drop earlier records of the staged jobs (same job id and start): the newer state wins (a
+-- running job that has since failed).
 delete from jobs
-using (select unnest($job_id) as job_id, unnest($start_at) as start_at) d
+using staged_jobs d
 where jobs.job_id = d.job_id and jobs.start_at is not distinct from d.start_at;

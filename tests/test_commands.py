@@ -32,5 +32,29 @@ def test_every_planned_sweep_command_is_allowed() -> None:
 
 
 def test_reads_with_values_are_allowed() -> None:
-    assert check(["perfquery", "-x", "3", "7"])
-    assert check(["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-p"])
+    for argv in (["perfquery", "-x", "3", "7"],
+                 ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-p"]):
+        assert check(argv) == argv
+
+
+@pytest.mark.parametrize("argv", [
+    ["mlxlink", "-d", "mlx5_0", "-m"], ["mlxlink", "-d", "mlx5_0", "-p", "2", "--show_module"],
+    ["ethtool", "-m", "ib0"], ["ethtool", "--module-info", "enp65s0f1np1"],
+])
+def test_transceiver_reads_are_allowed(argv: list[str]) -> None:
+    assert check(argv) == argv
+
+
+@pytest.mark.parametrize("argv", [
+    ["mlxlink", "-d", "mlx5_0", "-a", "TG"], ["mlxlink", "-d", "mlx5_0", "--port_state", "dn"],
+    ["mlxlink", "-d", "mlx5_0", "-m", "--pc"], ["mlxlink", "-d", "mlx5_0", "--speeds", "HDR"],
+    ["mlxlink", "-d", "mlx5_0", "-m", "--fec", "RS"], ["mlxlink", "-d", "mlx5_0"],
+    ["mlxlink", "-m"], ["mlxlink", "-d", "-a", "-m"], ["mlxlink", "-d", "mlx5_0", "-p", "x", "-m"],
+    ["mlxlink", "-d", "mlx5_0", "-m", "-c"], ["mlxlink", "-d", "mlx5_0;reboot", "-m"],
+    ["ethtool", "-E", "ib0", "magic", "0x1", "offset", "0", "value", "0"],
+    ["ethtool", "-s", "ib0", "speed", "100000"], ["ethtool", "-m", "ib0", "hex", "on"],
+    ["ethtool", "-m"], ["ethtool", "-m", "-s"], ["ethtool", "ib0"], ["ethtool", "-r", "ib0"],
+])
+def test_transceiver_tools_never_write(argv: list[str]) -> None:
+    with pytest.raises(ConfigError):
+        check(argv)

@@ -132,5 +132,7 @@ def test_metrics_textfile(site: Path, tmp_path: Path) -> None:
         assert f"# TYPE {name} gauge" in text
     assert 'component="switch"' in text
     samples = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
-    assert all(len(ln.rsplit(" ", 1)) == 2 for ln in samples)
+    assert samples
+    for ln in samples:
+        float(ln.rsplit(" ", 1)[1])  # every sample ends in its value
     assert not list(prom.parent.glob(".*.tmp"))

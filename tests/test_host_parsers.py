@@ -28,16 +28,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditor.collect.hostcmd import SYSFS_COMMAND
 from auditor.errors import ParseError
 from auditor.parse.dmesg import DmesgResult, parse_dmesg
 from auditor.parse.ibstat import HcaPort, parse_ibstat
 from auditor.parse.sysfs_ib import (
-    SYSFS_COMMAND,
     SysfsSnapshot,
     parse_sysfs_ib,
     to_counter_samples,
@@ -217,6 +218,7 @@ def test_sysfs_agrees_with_ibstat_for_the_same_host() -> None:
         (FIXTURES / "ibstat/cx6_hdr_second_hca_down_polling_lid_65535.txt").read_text()
     )
     snap = parse_sysfs_ib((FIXTURES / f"{_SYSFS_CASE}.txt").read_text())
+    assert len(hca) == 2  # the second HCA's port is down
     for port in hca:
         sys_port = snap.port(port.device, port.port)
         assert sys_port is not None
@@ -303,7 +305,7 @@ def test_sysfs_command_against_a_fake_tree(tmp_path: Path) -> None:
     # A sysfs attribute the command does not read, and an empty file grep skips.
     (root / "mlx5_0/ports/1/lid").write_text("0x17\n")
     (root / "mlx5_0/ports/1/counters/port_xmit_wait").write_text("")
-    assert SYSFS_COMMAND[:2] == ["sh", "-c"]
+    assert SYSFS_COMMAND[:2] == ("sh", "-c")
     script = SYSFS_COMMAND[2].replace("/sys/class/infiniband", str(root))
     run = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
     assert (run.returncode, run.stderr) == (0, "")
@@ -324,6 +326,7 @@ def test_dmesg_ctime_and_monotonic_forms_give_the_same_events() -> None:
     ctime = (FIXTURES / "dmesg/dmesg_T_local_time_plus_0100.txt").read_text()
     a = parse_dmesg(plain, host="h", boot_time=_BOOT)
     b = parse_dmesg(ctime, host="h", tz=_tz("+01:00"))
+    assert a.events
     # dmesg -T drops the fraction of a second.
     assert [(e.at.replace(microsecond=0), e.state, e.port_name) for e in a.events] == [
         (e.at, e.state, e.port_name) for e in b.events
@@ -452,11 +455,7 @@ def test_dmesg_time_forms() -> None:
 
 
 def test_dmesg_ctime_in_a_zone_with_dst() -> None:
-    zoneinfo = pytest.importorskip("zoneinfo")
-    try:
-        berlin = zoneinfo.ZoneInfo("Europe/Berlin")
-    except zoneinfo.ZoneInfoNotFoundError:
-        pytest.skip("no tz database")
+    berlin = ZoneInfo("Europe/Berlin")
     text = (
         "[Sat Jul  4 12:00:00 2026] mlx5_core 0000:01:00.0 ib0: Link down\n"
         "[Mon Nov 30 12:00:00 2026] mlx5_core 0000:01:00.0 ib0: Link up\n"

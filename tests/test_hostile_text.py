@@ -364,6 +364,9 @@ def test_any_fabric_text_goes_through_ingest_and_every_output_inert(
         # cleanly, with one line naming the file, never a crash.
         assert res.exit_code in (0, 2), res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        if res.exit_code == 2:
+            (line,) = res.stderr.strip().splitlines()
+            assert line.startswith(f"error: {root}"), line
         codes.append(res.exit_code)
     if codes[0] != 0:  # no topology: the outputs have nothing to show
         return
@@ -372,8 +375,7 @@ def test_any_fabric_text_goes_through_ingest_and_every_output_inert(
             res = runner.invoke(app, ["--db", str(db), *args, "--format", fmt])
             assert res.exception is None or isinstance(res.exception, SystemExit), (
                 args, fmt, res.exception)
-            if res.exit_code != 0:
-                continue
+            assert res.exit_code == 0, (args, fmt, res.output[-2000:])
             out = res.stdout
             assert ESC not in out
             if fmt == "table":

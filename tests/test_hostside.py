@@ -24,6 +24,8 @@ from auditor.collect.hostcmd import (
     DMESG,
     IBSTAT,
     JOURNAL,
+    SYSFS_COMMAND,
+    SYSFS_PORT_FILES,
     HostCollection,
     check_host_command,
     check_sysfs_root,
@@ -36,7 +38,7 @@ from auditor.demo import build_demo
 from auditor.errors import CollectError, ConfigError
 from auditor.ops.hosts import collect_hosts, store_hosts
 from auditor.ops.switches import DeviceOutcome
-from auditor.parse.sysfs_ib import SYSFS_COMMAND
+from auditor.parse.sysfs_ib import COUNTER_NAMES
 from auditor.portmap import PortMap
 from auditor.store import Store
 from tests.sshd import Sshd
@@ -298,7 +300,7 @@ def test_sysfs_root_is_rewritten_and_bad_output_is_parse_failed(tmp_path: Path) 
 def test_host_allowlist_is_exact() -> None:
     plan = host_plan(HostSettings(kernel_log="dmesg"))
     assert [name for name, _ in plan] == ["sysfs", "ibstat", "dmesg"]
-    assert plan[0][1] == tuple(SYSFS_COMMAND)
+    assert plan[0][1] == SYSFS_COMMAND
     for _, argv in plan:
         assert check_host_command(argv) == list(argv)
     assert check_host_command(JOURNAL) == list(JOURNAL)
@@ -310,6 +312,12 @@ def test_host_allowlist_is_exact() -> None:
             check_host_command(bad)
     assert check_host_command(sysfs_command("/tmp/x"), "/tmp/x")[2].startswith(
         "grep -H . /tmp/x/*/ports/*/state ")
+
+
+def test_every_sysfs_counter_read_is_one_the_parser_knows() -> None:
+    counters = [f.removeprefix("counters/") for f in SYSFS_PORT_FILES if f.startswith("counters/")]
+    assert counters
+    assert [c for c in counters if c not in COUNTER_NAMES] == []
 
 
 @pytest.mark.parametrize("root", ["relative/path", "/a b", "/x;reboot", "/$(id)", "/a/../b",

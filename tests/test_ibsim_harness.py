@@ -14,17 +14,16 @@ from auditor.simulate.ibsim import (
     FatTree,
     IbSim,
     IbSimError,
-    available,
     check_read_only,
     expected_links,
     ibsim_limit_args,
-    unavailable_reason,
     write_net_file,
 )
 
 SMALL = FatTree(spines=2, leaves=4, hosts_per_leaf=2)  # leaf ports 1-2 hosts, 3-4 spines
 
-needs_ibsim = pytest.mark.skipif(not available(), reason=unavailable_reason() or "")
+# The conftest fixture: a skip outside CI, a failure in CI (where ibsim must be installed).
+needs_ibsim = pytest.mark.usefixtures("need_ibsim")
 
 
 def port_line(text: str, lid: int, port: int) -> str:

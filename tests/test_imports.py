@@ -51,3 +51,13 @@ def test_a_command_still_imports_what_it_uses() -> None:
     (otherwise the two tests above would pass on a broken listing)."""
     code = "import auditor.cli\nimport auditor.store\n"
     assert "duckdb" in _top(_imported(code))
+
+
+def test_the_report_draws_without_matplotlib() -> None:
+    """The plots are written by auditor/report/svg.py: matplotlib is no dependency any more,
+    though it may still be installed (so only the import listing can show a stray import)."""
+    code = ("import auditor.cli\nfrom auditor.report.html import render_html\n"
+            "from tests.test_report_html import sample_report\n"
+            "assert render_html(sample_report()).count('<svg ') == 7\n")
+    names = _top(_imported(code))
+    assert "jinja2" in names and "matplotlib" not in names

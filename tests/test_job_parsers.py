@@ -37,8 +37,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import ParseError
-from auditor.models import HostAddress, Job
-from auditor.parse.hostlist import MAX_HOSTS, compress_hostlist, expand_hostlist
+from auditor.models import HostAddress, Job, JobTable
+from auditor.parse import hostlist, sacct
+from auditor.parse._jobs import parse_slurm_time
+from auditor.parse.hostlist import (
+    MAX_HOSTS,
+    compress_hostlist,
+    expand_hostlist,
+    joined_hostlist,
+)
 from auditor.parse.hosts_file import parse_hosts_file, short_name
 from auditor.parse.jobcomp import JobsResult, parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.maintenance import check_target, parse_maintenance
@@ -248,6 +255,51 @@ def test_hostlist_fuzz_only_value_errors(text: str) -> None:
     assert all(h and not any(c in h for c in "[],") for h in hosts)
 
 
+# The fast road (`_joined_common`) must give what the general code gives: the same names, or
+# leave the text to it, which then gives the same reason.
+
+
+def _general(text: str) -> tuple[str, int] | str:
+    text = text.strip()
+    if not text:
+        return "", 0
+    try:
+        names = hostlist._expand_general(text)
+    except ValueError as exc:
+        return str(exc)
+    return ",".join(names), len(names)
+
+
+def _joined(text: str) -> tuple[str, int] | str:
+    try:
+        return joined_hostlist(text)
+    except ValueError as exc:
+        return str(exc)
+
+
+# Near misses of the common shapes: empty numbers, ranges of three or reversed, dashes at the
+# ends, a Unicode digit, whitespace, %-signs (the range road %-formats nothing, but must not
+# trip on them), several items.
+_near_hostlist = st.text(alphabet="n%-[],0123456789 \t\u0663", max_size=24)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=_hostlist_expr() | _near_hostlist)
+def test_hostlist_fast_road_equals_the_general_code(text: str) -> None:
+    expected = _general(text)
+    assert _joined(text) == expected
+    if isinstance(expected, tuple):
+        assert expand_hostlist(text) == (expected[0].split(",") if expected[1] else [])
+
+
+def test_hostlist_fast_road_edges() -> None:
+    for text in ["n[8-10]", "n[08-10]", "n[099-101]", "n[1-9999]", "n[9999-10001]", "n[5-5]",
+                 "n[1,2,3-4,5]x", "[1-2]", "n[1-2],m,o[3]", "a%d[1-2]", "n[2-1]", "n[1-2-3]",
+                 "n[1,,2]", "n[-1]", "n[1-]",
+                 "n[,1]", "n[1,]", "n[]", "n[1]]", "n[[1]", "node-0412", "a,b,c"]:
+        assert _joined(text) == _general(text), text
+
+
 # --- sacct ------------------------------------------------------------------------------------
 
 STEPS = (FIXTURES / "sacct/slurmdbd_steps_batch_and_srun.txt").read_text()
@@ -401,6 +453,65 @@ def test_sacct_time_zone_with_dst() -> None:
     assert jobs[2].end is None
 
 
+# The time columns are read whole (`sacct._read_times`); each value must come out as
+# parse_slurm_time reads it alone, with the same reason when it cannot, in any zone: across DST
+# changes (Lord Howe moves by 30 minutes), a fixed offset, ZoneInfo("UTC") as the CLI passes.
+_ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "+05:30", None]
+_time_text = st.one_of(
+    st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2099, 12, 31)).map(  # noqa: DTZ001
+        lambda d: d.strftime("%Y-%m-%dT%H:%M:%S")),
+    st.sampled_from(["Unknown", "None", "", " Unknown", "2026-02-30T00:00:00", "2026-11-30T06",
+                     "2026-11-30 06:14:54", "2026-11-30T06:14:54+0100", "0001-01-01T00:30:00"]))
+
+
+def _one_by_one(values: list[str], tz: tzinfo) -> tuple[list[datetime | None], dict[int, str]]:
+    moments: list[datetime | None] = []
+    errors: dict[int, str] = {}
+    for i, value in enumerate(values):
+        try:
+            moments.append(parse_slurm_time(value, tz))
+        except ValueError as exc:
+            moments.append(None)
+            errors[i] = f"Start: {exc}"
+    return moments, errors
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_time_text, min_size=1, max_size=30), zone=st.sampled_from(_ZONES))
+def test_sacct_time_column_equals_one_by_one(values: list[str], zone: str | None) -> None:
+    tz = _tz(zone) if zone is None or zone[0] in "+-" else ZoneInfo(zone)
+    errors: dict[int, str] = {}
+    moments = sacct._read_times(values, tz, "Start", errors)
+    assert (moments, errors) == _one_by_one(values, tz)
+    assert all(m is None or m.tzinfo is UTC for m in moments)
+
+
+def test_sacct_time_column_across_dst_changes() -> None:
+    for zone in ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe"):
+        tz = ZoneInfo(zone)
+        for day in ("2026-03-08", "2026-03-29", "2026-04-05", "2026-10-04", "2026-10-25",
+                    "2026-11-01"):
+            start = datetime.fromisoformat(day)
+            values = [(start + timedelta(minutes=m)).isoformat() for m in range(0, 1440, 7)]
+            errors: dict[int, str] = {}
+            assert sacct._read_times(values, tz, "Start", errors) == _one_by_one(values, tz)[0]
+            assert errors == {}
+
+
+def test_sacct_default_zone_as_the_cli_passes_it() -> None:
+    assert parse_sacct(ALLOCATIONS, tz=ZoneInfo("UTC")) == parse_sacct(ALLOCATIONS)
+
+
+def test_job_table_round_trip_and_comma_names() -> None:
+    result = parse_sacct(STEPS)
+    table = JobTable()
+    for job in result.jobs:
+        table.append(job)
+    assert table == result.table and table.rows() == result.jobs
+    with pytest.raises(ValueError, match="holds a comma"):
+        table.append(Job("9", "FAILED", None, None, ("a,b",)))
+
+
 def test_sacct_fixed_width_without_truncation_is_refused_on_the_header() -> None:
     text = (FIXTURES / "sacct/fixed_width_truncated_error.txt").read_text()
     untruncated = text.replace("0+", "04").replace("nodefail-+", "nodefail-v")
@@ -450,6 +561,7 @@ def test_jobcomp_and_sacct_c_agree_on_the_same_jobs() -> None:
     from_sacct = parse_sacct(
         (FIXTURES / "sacct/completion_c_requeued_null_nodelist.txt").read_text()
     ).jobs
+    assert len(from_sacct) == 6
 
     # sacct -c prints no Partition here and the files number lines differently.
     def comparable(jobs: list[Job]) -> list[Job]:

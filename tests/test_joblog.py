@@ -205,8 +205,7 @@ def test_async_event_wording_of_every_nccl_version(
     got = parse_joblog([(1, HOST + text)])
     (e,) = got.errors
     assert (e.kind, e.hca, e.hca_port, e.network) == ("async_event", hca, port, network)
-    if hca is not None:
-        assert got.hca_ports == {("gpu-007", hca): port}
+    assert got.hca_ports == ({("gpu-007", hca): port} if hca is not None else {})
 
 
 def test_hca_from_using_list_and_channel_index_before_2_22() -> None:

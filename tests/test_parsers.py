@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 import auditor.parse
 from auditor.errors import ParseError
 from auditor.models import LID_KEY_PREFIX, CounterSample, NodeType, Topology, duplicated_guid
+from auditor.parse import ibqueryerrors
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
-from auditor.parse.ibqueryerrors import parse_ibqueryerrors
+from auditor.parse.ibqueryerrors import parse_ibqueryerrors, parse_ibqueryerrors_table
 from auditor.parse.nodedesc import NodeName, describe, parse_node_name_map
 from auditor.parse.perfquery import parse_perfquery
 from tests.strategies import near_miss
@@ -356,3 +357,118 @@ def test_fuzz_only_parse_errors(kind: str, text: str) -> None:
         assert 0 <= error.line_no <= text.count("\n") + 1
     elif isinstance(result, Topology):
         check_topology_invariants(result)
+
+
+# --- ibqueryerrors in columns ----------------------------------------------------------------
+# The ingest reads ibqueryerrors through parse_ibqueryerrors_table, whose fast path must give
+# exactly the readings of the line-by-line parser, and its errors where there are any.
+
+IBQUERYERRORS_FIXTURES = sorted((FIXTURES / "ibqueryerrors").glob("*.txt"))
+
+
+def _sample_rows(samples: list[CounterSample]) -> list[tuple[str | None, int | None, str, int]]:
+    return [(s.guid, s.port, name, value) for s in samples for name, value in s.counters.items()]
+
+
+def _same_as_line_by_line(text: str) -> None:
+    error: ParseError | None = None
+    try:
+        expected = _sample_rows(parse_ibqueryerrors(text))
+    except ParseError as exc:
+        error = exc
+    if error is not None:
+        with pytest.raises(ParseError) as err:
+            parse_ibqueryerrors_table(text)
+        assert (err.value.line_no, err.value.line, str(err.value)) == \
+            (error.line_no, error.line, str(error))
+        assert ibqueryerrors._fast_table(text) is None
+        return
+    assert parse_ibqueryerrors_table(text).rows() == expected
+    fast = ibqueryerrors._fast_table(text)
+    assert fast is None or fast.rows() == expected
+
+
+@pytest.mark.parametrize("path", IBQUERYERRORS_FIXTURES, ids=lambda p: p.stem)
+def test_ibqueryerrors_table_is_the_samples_in_columns(path: Path) -> None:
+    text = path.read_text()
+    _same_as_line_by_line(text)
+    _same_as_line_by_line(text.replace("\n", "\r\n"))
+    assert ibqueryerrors._fast_table(text) is not None  # real output takes the fast path
+
+
+def test_ibqueryerrors_data_counters_end_every_port_line() -> None:
+    """`--data` prints the data counters last on every port line, after the error counters of
+    the ports that have some: those are the names the fast path reads with its line regex,
+    even when the first port line has an error counter too."""
+    data = " [PortXmitData == 5 (5.000B)] [PortRcvData == 6 (6.000B)]"
+    lines = ['Errors for 0x1 "sw"', f"   GUID 0x1 port ALL: [SymbolErrorCounter == 3]{data}"]
+    lines += [f"   GUID 0x1 port {port}:{data}" for port in range(1, 40)]
+    lines[20] = lines[20].replace(":", ": [LinkDownedCounter == 1]")
+    text = "\n".join(lines)
+    assert ibqueryerrors._shared_ending(text) == ("PortXmitData", "PortRcvData")
+    _same_as_line_by_line(text)
+    assert ibqueryerrors.parse_ibqueryerrors_table(text).counts[:3] == [3, 2, 2]
+
+
+def _ibqueryerrors_lines(broken: bool) -> st.SearchStrategy[list[str]]:
+    """A header, then port lines, headers and notes. Each part is drawn mostly from what real
+    output prints, else from what only the line-by-line parser accepts (brackets in a suffix,
+    a vertical tab, a CR) or, when `broken`, from what neither accepts."""
+
+    def pick(good: list[str], odd: list[str], bad: list[str]) -> st.SearchStrategy[str]:
+        return st.sampled_from(good * 8 + odd + (bad * 4 if broken else []))
+
+    item = st.builds(
+        "[{} == {}{}]".format,
+        st.sampled_from(["SymbolErrorCounter", "PortXmitData", "VL15Dropped", "PortRcvPkts",
+                         "PortXmitPkts", "PortRcvData", "LinkDownedCounter", "x"]),
+        st.integers(0, 10**21 if broken else 10**20 - 1).map(str),
+        pick(["", " (1.395MB)", " (730.000)", " ()"], [" (a]b)", " ([)"], [" (x", "(1K)"]),
+    )
+    port_line = st.builds(
+        "{}GUID 0x{} port {}:{}{}".format,
+        pick(["   ", "\t", " \t "], ["\x0b "], ["", "x "]),
+        st.integers(0, 2**68 if broken else 2**64 - 1).map(lambda g: f"{g:x}"),
+        pick(["1", "07", "255", "ALL"], [], ["1000", "all"]),
+        st.lists(item, max_size=4).map(lambda items: "".join(f" {i}" for i in items)),
+        pick(["", " ", "\t"], ["\r"], [" x"]),
+    )
+    header = pick(['Errors for 0xb8599f0300bb0002 "MF0;leaf02:MQM8700/U1"',
+                   'Errors for "node01 mlx4_0"', 'Data Counters for "a "quoted" name" '],
+                  ['Errors for "tab"\t', 'Errors for "vt"\x0b'], ['Errors for "x', "Link info:"])
+    other = pick(["       Link info:      4   7[  ] ==( 4X   53.125 Gbps Active/  LinkUp)==>  1",
+                  "## Summary: 3 nodes checked", "", "   ", "\t"],
+                 ["Link info: x", "\x0c", " \u3000"],
+                 ["#", "garbage", "GUID 0x1 port 1:", "   GUID 0X1 port 1:", "\tGUIDE"])
+    rest = st.lists(st.one_of(port_line, port_line, header, other), max_size=10)
+    return st.builds(lambda first, more: [first, *more], header, rest)
+
+
+def _text(lines: list[str], crlf: bool, end: str) -> str:
+    return ("\r\n" if crlf else "\n").join(lines) + end
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(lines=_ibqueryerrors_lines(broken=False), crlf=st.booleans(),
+       end=st.sampled_from(["", "\n", "\r\n"]))
+def test_ibqueryerrors_fast_path_equals_line_by_line(lines: list[str], crlf: bool,
+                                                      end: str) -> None:
+    _same_as_line_by_line(_text(lines, crlf, end))
+
+
+# Good lines and one that may not be: the fast path must not accept what the other refuses.
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(lines=_ibqueryerrors_lines(broken=False), bad=_ibqueryerrors_lines(broken=True),
+       where=st.integers(0, 12), crlf=st.booleans())
+def test_ibqueryerrors_fast_path_fails_where_line_by_line_fails(
+        lines: list[str], bad: list[str], where: int, crlf: bool) -> None:
+    _same_as_line_by_line(_text([*lines[:where], bad[-1], *lines[where:]], crlf, "\n"))
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(text=st.lists(
+    near_miss([line for path in IBQUERYERRORS_FIXTURES for line in path.read_text().split("\n")],
+              actions=("keep", "keep", "cut", "insert", "digits", "replace")),
+    max_size=20).map("\n".join))
+def test_ibqueryerrors_fast_path_equals_line_by_line_near_misses(text: str) -> None:
+    _same_as_line_by_line(text)

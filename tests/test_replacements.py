@@ -105,7 +105,9 @@ def test_cabling_fixture_and_parts_on_ports(tmp_path: Path, db: Path) -> None:
     from auditor.parse.cabling import parse_cabling
 
     folder = FIX.parent / "cabling"
-    for case in sorted(folder.glob("*.txt")):
+    cases = sorted(folder.glob("*.txt"))
+    assert cases
+    for case in cases:
         got = json.loads(json.dumps([asdict(x) for x in parse_cabling(case.read_text())]))
         assert got == json.loads(case.with_suffix(".json").read_text())
     plan = tmp_path / "cabling.csv"
@@ -123,7 +125,9 @@ def test_inventory_fixture_and_ingest(tmp_path: Path, db: Path) -> None:
 
     from auditor.parse.inventory import parse_inventory
 
-    for case in sorted(FIX.glob("*.txt")):
+    cases = sorted(FIX.glob("*.txt"))
+    assert cases
+    for case in cases:
         got = json.loads(json.dumps([asdict(x) for x in parse_inventory(case.read_text())]))
         assert got == json.loads(case.with_suffix(".json").read_text())
     cli(db, "ingest", str(FIX / "director_labels_and_missing_columns.txt"))

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from auditor.report.html import render_html
 from auditor.report.schema import Replacement, Report, Timeline, TimelineFlap
+from auditor.safe_text import NAME_MAX, TEXT_MAX
 from tests.conftest import need
 
 EVIL = '<script>alert("x")</script>leaf$07$'
@@ -140,8 +142,9 @@ def sample_report() -> Report:
          "status": "verified", "reason": "no flap in 72 h after the swap", "flaps_since": 0},
         {"ticket": "DCOPS-1190", "link": "leaf06 IB1/21 <-> spine01 IB1/12",
          "part": "MFS1S00-H010V S/N MT2147FT04444", "recorded_at": _iso(SINCE - timedelta(hours=20)),
-         "status": "continued_same_port", "reason": "4 flaps on the same port after the swap: "
-         "suspect the switch port", "flaps_since": 4},
+         "status": "escalated", "reason": "4 flap(s) on the same port(s) since the swap (last "
+         "2026-11-29 05:12): replace the transceivers at both ends next, then suspect the "
+         "switch port"},
         {"ticket": "DCOPS-1193", "link": "leaf01 IB1/2 <-> gpu-node-01 mlx5_0 port 1",
          "part": "MMA1T00-HS S/N MT2203FT00001", "recorded_at": _iso(SINCE - timedelta(hours=6)),
          "status": "watching", "reason": "swapped 30 h ago, quiet so far", "flaps_since": 0},
@@ -155,7 +158,9 @@ def sample_report() -> Report:
                      "failed_devices": [{"device": "leaf11", "collector": "ssh",
                                          "status": "timeout", "detail": "no answer in 30 s"},
                                         {"device": "leaf12", "collector": "snmp",
-                                         "status": "auth_failed", "detail": "wrong community"}]},
+                                         "status": "auth_failed", "detail": "wrong community"}],
+                     "blind_spots": ["switch syslog missing from leaf<13>&co: their peers "
+                                     "logged link changes they did not"]},
         "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 47, "suspects": 4,
                     "jobs_failed": 9, "jobs_network": 4, "gpu_hours_lost": 508.5},
         "replacements": replacements,
@@ -188,11 +193,11 @@ def sample_html() -> str:
 
 def test_self_contained(sample_html: str) -> None:
     assert sample_html.startswith("<!DOCTYPE html>")
-    # No attribute may fetch anything: src/href are local anchors or inline data (the
-    # heatmap's pixels are a base64 PNG inside its SVG).
+    # No attribute may fetch anything: src/href are local anchors (the plots are SVG
+    # elements, the heatmap's cells too: no embedded image).
     refs = re.findall(r"""\b(?:src|href|xlink:href|action|poster)\s*=\s*["']([^"']*)""",
                       sample_html)
-    remote = [r for r in refs if not r.startswith(("#", "data:image/png;base64,"))]
+    remote = [r for r in refs if not r.startswith("#")]
     assert refs and not remote, remote
     assert not re.search(r"url\(\s*['\"]?(?!#)", sample_html)
     assert "@import" not in sample_html and "@font-face" not in sample_html
@@ -214,26 +219,29 @@ def test_every_plot_is_inline_svg_with_unique_ids(sample_html: str) -> None:
 def test_escaping(sample_html: str) -> None:
     assert "<script>" not in sample_html
     assert "&lt;script&gt;alert(" in sample_html
-    # Quotes escaped too (attribute-safe), except in the SVG comments that carry drawn text.
+    # Quotes escaped too (attribute-safe), in the plots' text as well (outside comments).
     assert 'alert("x")' not in re.sub(r"<!--.*?-->", "", sample_html, flags=re.DOTALL)
     assert "-->" not in "".join(re.findall(r"<!--(.*?)-->", sample_html, flags=re.DOTALL))
 
 
 def test_sections_and_content(sample_html: str) -> None:
     assert "Audited 46/48 switches, 510/512 hosts" in sample_html
+    assert "What this report could not see" in sample_html
+    assert "switch syslog missing from leaf&lt;13&gt;&amp;co: their peers" in sample_html
     assert sample_html.count('class="suspect-row"') == 4
     assert 'id="suspect-1"' in sample_html and 'id="suspect-4"' in sample_html
     for text in ("IB1/17", "spine02", "MT2147FT01234", "PN MFS1S00-H010V", "fra1 / row B / "
                  "rack B07 / U38", "2026-11-29 08:00:13", "DCOPS-1190",
-                 "continued on same port", "No neighbourhood data.", "leaf11",
+                 '<span class="badge s-escalated">escalated</span>', "No neighbourhood data.",
+                 "leaf11",
                  "No flaps or job failures recorded", "GPU-hours lost", "508.5"):
         assert text in sample_html, text
     assert '<td class="time"><span class="nw">2026-11-29</span> <span class="nw">08:00:13</span>' \
         in sample_html
     # The ticket column is left empty for the technician to fill in.
     assert sample_html.count('<td class="ticket"></td>') == 4
-    # Job ids are drawn as glyphs; matplotlib leaves the text in an SVG comment.
-    assert "<!-- " in sample_html and " 4242 -->" in sample_html
+    # Job ids are labelled on the timeline, as text.
+    assert re.search(r"<text [^>]*>4242</text>", sample_html)
 
 
 def test_print_css(sample_html: str) -> None:
@@ -255,7 +263,7 @@ def empty_report() -> Report:
     return {"title": "Fabric audit", "generated_at": "2026-11-30T06:03:00Z",
             "window": {"since": _iso(SINCE), "until": _iso(UNTIL)},
             "coverage": {"switches_ok": 0, "switches_total": 0, "hosts_ok": 0,
-                         "hosts_total": 0, "failed_devices": []},
+                         "hosts_total": 0, "failed_devices": [], "blind_spots": []},
             "summary": {"switches": 0, "hcas": 0, "links": 0, "flaps": 0, "suspects": 0,
                         "jobs_failed": 0, "jobs_network": 0, "gpu_hours_lost": 0.0},
             "replacements": [], "suspects": [], "timelines": {}, "neighbourhoods": {},
@@ -276,7 +284,7 @@ def test_quiet_window() -> None:
     report = {"title": "Quiet", "generated_at": "2026-11-30T06:03:00Z",
               "window": {"since": "2026-11-29T06:00:00Z", "until": "2026-11-30T06:00:00Z"},
               "coverage": {"switches_ok": 48, "switches_total": 48, "hosts_ok": 0,
-                           "hosts_total": 0, "failed_devices": []},
+                           "hosts_total": 0, "failed_devices": [], "blind_spots": []},
               "summary": {"switches": 48, "hcas": 512, "links": 1280, "flaps": 0,
                           "suspects": 0, "jobs_failed": 0, "jobs_network": 0,
                           "gpu_hours_lost": 0.0},
@@ -313,6 +321,90 @@ def test_an_empty_window_has_no_time_axis() -> None:
 
 def test_deterministic() -> None:
     assert render_html(sample_report()) == render_html(sample_report())
+
+
+# --- the plots' SVG: well-formed and inert whatever the fabric calls its parts ---------------
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+# What auditor/report/svg.py writes; anything else in a plot would be markup from a name.
+SVG_TAGS = {"svg", "defs", "clipPath", "linearGradient", "stop", "rect", "line", "path",
+            "circle", "text", "tspan"}
+HOSTILE = ['a<b&c"d\'e]]></svg><script>x</script>\x00\x1b[2J\x7f\u202e\ud800',
+           "&amp;<!-- -->&#x3c;<![CDATA[y]]>",
+           "L" * 10_000 + "<&>"]
+
+
+def _hostile(i: int) -> str:
+    return HOSTILE[i % len(HOSTILE)] + str(i)
+
+
+def hostile_report() -> Report:
+    """The sample with every name, label and job id a plot draws chosen by an attacker, and
+    enough jobs and switches that the plots' "not shown" notes appear too."""
+    report = sample_report()
+    for i, r in enumerate(report["replacements"]):
+        r["a"]["name"] = _hostile(i)  # the plots' aria-label
+    for i, t in enumerate(report["timelines"].values()):
+        t["jobs"] = [{"job_id": _hostile(i + k), "died_at": _at(0.5 + 1.5 * k)}
+                     for k in range(14)]  # 14 clusters: 5 left unlabelled
+    names: dict[str, str] = {}
+    for hood in report["neighbourhoods"].values():
+        for n in hood["nodes"]:
+            names.setdefault(n["id"], _hostile(len(names)))
+        for n in hood["nodes"]:
+            n["id"], n["name"] = names[n["id"]], names[n["id"]]
+        for e in hood["edges"]:
+            e["a"], e["b"], e["label"] = names[e["a"]], names[e["b"]], _hostile(7)
+    counts = [1 if h % 3 else 0 for h in range(24)]
+    report["heatmap"]["rows"] = [{"switch": _hostile(k), "counts": counts} for k in range(45)]
+    return report
+
+
+def _plots(page: str) -> list[ET.Element]:
+    # S314: the document is our own output, and whether it parses is the question (entity
+    # expansion could not hide anything: the page has no DTD, so an entity would not parse).
+    return [ET.fromstring(s)  # noqa: S314
+            for s in re.findall(r"<svg\b.*?</svg>", page, flags=re.DOTALL)]
+
+
+def test_every_plot_is_well_formed_and_inert_with_hostile_names() -> None:
+    page = render_html(hostile_report())
+    plots = _plots(page)  # ET.fromstring raises on anything that is not well-formed XML
+    assert len(plots) == SAMPLE_SVGS + 1  # #2 has jobs now: a timeline
+    drawn = []
+    for plot in plots:
+        assert plot.tag == f"{SVG_NS}svg"
+        assert (plot.get("class"), plot.get("role"), plot.get("width")) == ("plot", "img",
+                                                                             "100%")
+        assert re.fullmatch(r"max-width: \d+pt", plot.get("style", ""))
+        label = plot.get("aria-label", "")
+        assert label.isprintable() and 0 < len(label) <= TEXT_MAX
+        for el in plot.iter():
+            assert el.tag.removeprefix(SVG_NS) in SVG_TAGS, el.tag
+            assert not any(a.lower().startswith("on") or "href" in a for a in el.attrib)
+            assert all(v.isprintable() for v in el.attrib.values())
+            for text in (el.text, el.tail):
+                if text and text.strip():
+                    assert text.isprintable() and len(text) <= TEXT_MAX, text[:80]
+                    drawn.append(text)
+    text = "\n".join(drawn)
+    # The names are drawn as their characters, controls made visible, long ones cut.
+    assert 'a<b&c"d\'e]]></svg><script>x</script>\\x00\\x1b[2J\\x7f\\u202e\\ud800' in text
+    assert "&amp;<!-- -->&#x3c;<![CDATA[y]]>" in text
+    assert "L" * (NAME_MAX - 1) in text and "L" * (TEXT_MAX + 1) not in page
+    assert "<script>" not in page and "\x00" not in page and "\x1b" not in page
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+
+
+def test_the_plots_say_what_they_leave_out() -> None:
+    texts = ["".join(el.itertext()) for plot in _plots(render_html(hostile_report()))
+             for el in plot.iter(f"{SVG_NS}text")]
+    assert "5 more job ids not labelled" in texts  # 14 job clusters, 9 labelled
+    assert "5 quieter switches not shown" in texts  # 45 switches flapped, 40 rows
+    assert "+6 more" in texts  # 30 leaves under the hostile switch, 24 drawn
+    # Every timeline's axis: ticks every 3 h from 06:00, the date under a day's first tick.
+    assert "06:0029 Nov" in texts and "00:0030 Nov" in texts and "09:00" in texts
 
 
 # --- real browser ----------------------------------------------------------------------------
@@ -355,8 +447,7 @@ def test_chromium_renders_and_prints(tmp_path: Path, record_property: Any) -> No
     assert "MT2147FT01234" in dom and "Audited 46/48 switches" in dom
     assert len(re.findall(r"<svg\b", dom)) == SAMPLE_SVGS
     assert "<script>alert" not in dom
-    for img in re.findall(r"<img\b[^>]*>", dom):  # none today; any future one must be inline
-        assert re.search(r'\ssrc="data:[^"]+"', img), img
+    assert re.findall(r"<img\b", dom) == []  # the plots are inline SVG, nothing to fetch
 
     record_property("screenshot", str(shot))
     sys.stderr.write(f"report screenshot: {shot}\nreport PDF: {pdf}\n")

@@ -12,12 +12,12 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from auditor.models import CounterSample, NodeType
+from auditor.parse import hosts_file, joblog, maintenance, sacct
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.parse.ibqueryerrors import parse_ibqueryerrors
 from auditor.parse.syslog import parse_syslog_lines
@@ -35,13 +35,6 @@ SEED = 5
 SMALL: dict[str, Any] = {"spines": 4, "leaves": 8, "hosts_per_leaf": 4}
 FAULTS: dict[str, Any] = {"frequent_flappers": 2, "rare_flappers": 2, "symbol_error_cables": 3,
                           "reimaged_hosts": 2, "reseat_flaps": 3}
-
-
-def _parser(module: str) -> ModuleType:
-    # sacct/joblog/hosts/maintenance parsers were written alongside this generator; without
-    # them only those cross-checks are skipped.
-    found: ModuleType = pytest.importorskip(module, reason=f"{module} is not in this tree yet")
-    return found
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -243,10 +236,12 @@ def test_counter_snapshots_parse_and_follow_the_faults(
                 assert got >= min(downs, 255), (flap.link, end.name, at)
 
     # A rebooted switch starts again from zero: none of its ports has a LinkDownedCounter after.
+    assert truth.switch_reboots
     for reboot in truth.switch_reboots:
         since = [snap for at, snap in zip(times, snaps, strict=True) if at > reboot.up_at]
         ports = {_key(end) for f in truth.flaps if f.link in reboot.links for end in f.ends
                  if end.name == reboot.name}
+        assert since and ports
         for snap in since:
             assert not any("LinkDownedCounter" in snap.get(p, {}) for p in ports)
 
@@ -256,10 +251,11 @@ def test_counter_snapshots_parse_and_follow_the_faults(
     for cable in symbol:
         assert cable.symbol_onset is not None
         later = [snap for at, snap in zip(times, snaps, strict=True) if at > cable.symbol_onset]
+        assert len(later) >= 2, "the rise must be seen in two snapshots at least"
         for i, end in enumerate(cable.ends):
             seq = [snap.get(_key(end), {}).get("SymbolErrorCounter", 0) for snap in later]
             if i in cable.symbol_error_ends:
-                assert seq == sorted(seq) and (len(seq) < 2 or seq[-1] > seq[0])
+                assert seq == sorted(seq) and seq[-1] > seq[0]
             else:
                 assert seq == [0] * len(seq)
         assert (cable.cause == "transceiver") == (len(cable.symbol_error_ends) == 1)
@@ -277,7 +273,6 @@ def test_sacct_lists_every_job_in_the_real_format(
                         "NodeList|AllocTRES")
     assert len(lines) == truth.jobs_total + 1
     assert all(line.count("|") == 10 for line in lines)
-    sacct = _parser("auditor.parse.sacct")
     result = sacct.parse_sacct(text)
     assert result.unparsed == []
     jobs = result.jobs
@@ -312,6 +307,7 @@ def test_network_failures_follow_a_long_enough_flap_on_the_footprint(
         small: tuple[Path, GroundTruth, dict[str, Any]]) -> None:
     _, truth, _ = small
     flaps = {(f.link, f.down_at): f for f in truth.flaps}
+    assert truth.network_failed_jobs
     for job in truth.network_failed_jobs:
         flap = flaps[(job.culprit_link, job.flap_down_at)]
         assert flap.cause == job.culprit_cause
@@ -328,6 +324,7 @@ def test_network_failures_follow_a_long_enough_flap_on_the_footprint(
         if job.culprit_link.split("=")[0].count("/"):  # a host link: its host is a reporter
             assert job.culprit_link.split("/")[0] == a.host
     # Short flaps (reseats < 5 s) never kill a job.
+    assert len(truth.reseat_flaps) == FAULTS["reseat_flaps"]
     assert all(f.duration_s < 5 for f in truth.reseat_flaps)
     assert not {j.culprit_cause for j in truth.network_failed_jobs} & {"reseat"}
 
@@ -338,6 +335,7 @@ def test_job_logs_name_both_sides_or_only_the_gpu(
     logs = sorted(p.stem for p in (out / "jobs" / "logs").glob("*.log"))
     failed = [j.job_id for j in truth.network_failed_jobs]
     failed += [j.job_id for j in truth.non_network_failed_jobs]
+    assert truth.network_failed_jobs and truth.non_network_failed_jobs
     assert logs == sorted(failed)
     completion = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] (\S+?):\d+:\d+ \[\d\] \S+ "
                             r"NCCL WARN NET/IB: Got completion from peer ([\d.]+)<\d+> with "
@@ -353,7 +351,6 @@ def test_job_logs_name_both_sides_or_only_the_gpu(
         assert ("OutOfMemoryError" in text) == (other.kind == "oom")
         assert ("NVRM: Xid (PCI:0000:" in text) == (other.kind == "xid")
 
-    joblog = _parser("auditor.parse.joblog")
     for job in truth.network_failed_jobs:
         path = out / "jobs" / "logs" / f"{job.job_id}.log"
         result = joblog.parse_joblog(enumerate(path.read_text().splitlines(keepends=True), 1))
@@ -376,7 +373,7 @@ def test_job_logs_name_both_sides_or_only_the_gpu(
 def test_hosts_file_maps_every_reporter_address_to_its_host(
         small: tuple[Path, GroundTruth, dict[str, Any]]) -> None:
     out, truth, _ = small
-    hosts_file = _parser("auditor.parse.hosts_file")
+    assert truth.network_failed_jobs
     records = hosts_file.parse_hosts_file((out / "hosts").read_text())
     by_address = {r.address: r.host for r in records}
     assert len({r.host for r in records} - {"localhost"}) == truth.fabric["hosts"]
@@ -394,7 +391,6 @@ def test_maintenance_csv_declares_every_reimaged_host(
     for m in truth.maintenance:
         assert 3 <= len(m.flaps) <= 6
         assert all(m.start < f.down_at < f.up_at < m.end for f in m.flaps)
-    maintenance = _parser("auditor.parse.maintenance")
     windows = maintenance.parse_maintenance(text)
     assert sorted((w.target, w.start, w.end) for w in windows) == sorted(
         (m.target, m.start, m.end) for m in truth.maintenance)
@@ -584,6 +580,7 @@ def test_each_release_writes_its_own_wording_stamps_and_header(
     out, truth = mixed
     assert {j.nccl_version for j in truth.network_failed_jobs} == set(VERSIONS)
     asyncs = set()
+    proxy_lines = 0
     for job in truth.network_failed_jobs:
         lines = [_strip(line, job.launcher)
                  for line in (out / "jobs" / "logs" / f"{job.job_id}.log").read_text().splitlines()]
@@ -620,10 +617,13 @@ def test_each_release_writes_its_own_wording_stamps_and_header(
         assert any(line.endswith(timeout) for line in info) == (
             job.ib_timeout_set and job.nccl_debug == "INFO")
         code = "-> 6" if v >= (2, 13, 0) else "-> 2"
-        assert all(code in line for line in info if "proxy.cc" in line)
+        proxy = [line for line in info if "proxy.cc" in line]
+        assert all(code in line for line in proxy)
+        proxy_lines += len(proxy)
         assert any(f"NCCL version {job.nccl_version}" in line and "ProcessGroupNCCL" in line
                    for line in lines)
     assert len(asyncs) >= 4  # async port events in several wordings
+    assert proxy_lines > 0
 
 
 def test_no_stamps_when_turned_off(tmp_path: Path) -> None:
@@ -674,15 +674,18 @@ def test_launcher_prefixes_mark_every_line_of_the_task(mixed: tuple[Path, Ground
             assert marked == lines  # every line, in arrival order
             continue
         # srun: every line of a node's task; torchrun: every line of a worker.
+        nccl_lines = 0
         for line in marked:
             m = _NCCL_LINE.match(line[prefix.match(line).end():])  # type: ignore[union-attr]
             if m is None:
                 continue
+            nccl_lines += 1
             tag = int(prefix.match(line).group(1))  # type: ignore[union-attr]
             if job.launcher == "srun":
                 assert job.nodes[tag] == m.group(1)
             else:
                 assert tag == int(m.group(2))
+        assert nccl_lines > 0, job.job_id
         unmarked = [line for line in lines if not prefix.match(line)]
         assert not any(_NCCL_LINE.match(line) for line in unmarked)
         if job.launcher == "srun":
@@ -695,7 +698,6 @@ def test_sacct_steps_fold_back_into_the_same_jobs(mixed: tuple[Path, GroundTruth
     lines = text.splitlines()
     steps = [line for line in lines[1:] if "." in line.split("|")[0]]
     assert {line.split("|")[0].rsplit(".", 1)[1] for line in steps} == {"batch", "extern", "0"}
-    sacct = _parser("auditor.parse.sacct")
     full = sacct.parse_sacct(text)
     allocations = sacct.parse_sacct("\n".join(line for line in lines
                                               if line not in set(steps)) + "\n")
@@ -742,7 +744,7 @@ def test_a_lost_switch_log_leaves_out_a_leaf_that_killed_jobs(
 
 def test_the_project_parsers_read_the_realistic_logs(mixed: tuple[Path, GroundTruth]) -> None:
     out, truth = mixed
-    joblog = _parser("auditor.parse.joblog")
+    assert truth.network_failed_jobs
     for job in truth.network_failed_jobs:
         path = out / "jobs" / "logs" / f"{job.job_id}.log"
         result = joblog.parse_joblog(enumerate(path.read_text().splitlines(keepends=True), 1))

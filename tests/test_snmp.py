@@ -8,12 +8,13 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from auditor.analyse.snmp_changes import flaps_between
 from auditor.collect.snmp import SnmpTarget, poll
-from auditor.config import Secret
+from auditor.config import Secret, SnmpSettings
 from auditor.errors import ConfigError
 from auditor.models import SnmpPort, SnmpResult
 from tests.conftest import need
@@ -49,15 +50,18 @@ def switch(agent: Snmpd, monkeypatch: pytest.MonkeyPatch) -> Iterator[Snmpd]:
     agent.reset()
 
 
-def v2c(agent: Snmpd, name: str = "leaf1", **kw: object) -> SnmpTarget:
-    return dataclasses.replace(
-        SnmpTarget(name, "127.0.0.1", agent.port, community=Secret("env:T_COMMUNITY")), **kw)
+def target(name: str, host: str = "127.0.0.1", **snmp: Any) -> SnmpTarget:
+    return SnmpTarget(name, host, SnmpSettings(**snmp))
 
 
-def v3(agent: Snmpd, name: str = "leaf1", user: str = "auditor", **kw: object) -> SnmpTarget:
-    return dataclasses.replace(
-        SnmpTarget(name, "127.0.0.1", agent.port, version="3", user=user,
-                   auth_key=Secret("env:T_AUTH"), priv_key=Secret("env:T_PRIV")), **kw)
+def v2c(agent: Snmpd, name: str = "leaf1", **kw: Any) -> SnmpTarget:
+    return target(name, **{"port": agent.port, "community": Secret("env:T_COMMUNITY"), **kw})
+
+
+def v3(agent: Snmpd, name: str = "leaf1", user: str = "auditor", **kw: Any) -> SnmpTarget:
+    return target(name, **{"port": agent.port, "version": "3", "user": user,
+                           "auth_key": Secret("env:T_AUTH"), "priv_key": Secret("env:T_PRIV"),
+                           **kw})
 
 
 def assert_no_secret(*texts: str) -> None:
@@ -98,6 +102,7 @@ def test_agent_without_vendor_mib_leaves_ib_fields_empty(switch: Snmpd) -> None:
     result = poll([v3(switch, user="ifonly")])[0]
     assert result.status == "ok", result.detail
     assert "no MELLANOX-IF-VPI-MIB" in result.detail
+    assert len(result.ports) == 36
     assert all(p.symbol_errors is None and p.phys_state is None for p in result.ports)
     assert all(p.in_errors == 0 for p in result.ports)
 
@@ -127,10 +132,10 @@ def test_wrong_v2c_community_can_only_time_out(switch: Snmpd) -> None:
 
 @pytest.mark.snmp
 def test_nothing_listening_times_out_quickly() -> None:
-    target = SnmpTarget("dead", "127.0.0.1", free_udp_port(), community=Secret("env:PATH"),
-                        timeout_s=0.5, retries=0)
+    dead = target("dead", port=free_udp_port(), community=Secret("env:PATH"), timeout_s=0.5,
+                  retries=0)
     t0 = time.monotonic()
-    result = poll([target])[0]
+    result = poll([dead])[0]
     assert result.status == "timeout", result.detail
     assert time.monotonic() - t0 < 2.0
 
@@ -218,8 +223,7 @@ def test_stop_leaves_no_process_behind(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("T_PUBLIC", "public")
     snmpd = Snmpd(tmp_path / "a", ports=4).start()
     try:
-        target = SnmpTarget("x", "127.0.0.1", snmpd.port, community=Secret("env:T_PUBLIC"))
-        (result,) = poll([target])
+        (result,) = poll([target("x", port=snmpd.port, community=Secret("env:T_PUBLIC"))])
         assert result.status == "ok" and len(result.ports) == 4
         assert snmpd.proc is not None
         pids = [snmpd.proc.pid, *snmpd.children()]
@@ -312,4 +316,4 @@ def test_flaps_between_refuses_failed_or_foreign_polls() -> None:
 ])
 def test_bad_targets_are_refused_at_construction(kw: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        SnmpTarget("t", "127.0.0.1", **kw)
+        target("t", **kw)

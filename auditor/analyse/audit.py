@@ -10,13 +10,14 @@ writes the report document from the result without reading the store.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
 from auditor.analyse.correlate import Evidence, gather
+from auditor.analyse.coverage import blind_spots
 from auditor.analyse.flaps import Flap
 from auditor.analyse.rank import Suspect, rank
 
@@ -109,6 +110,7 @@ class Coverage:
     hosts_ok: int
     hosts_total: int
     failed: list[DeviceStatus]  # every device whose last collection was not ok
+    blind_spots: list[str] = field(default_factory=list)  # coverage.blind_spots' notes
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +168,8 @@ def audit(store: Store, since: datetime, until: datetime, *,
         id(f) for n in ev.nodes for f in n.flaps}
     return Audit(
         evidence=ev, suspects=ranked, findings=findings, flaps=len(all_flaps),
-        coverage=_coverage(store.device_status()), heatmap=_heatmap(ev),
+        coverage=_coverage(store.device_status(), blind_spots(store, ev).notes),
+        heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
         outcomes=judged, cohorts=_cohorts(store, judged),
@@ -248,14 +251,15 @@ def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges)
 
 
-def _coverage(status: list[dict[str, Any]]) -> Coverage:
+def _coverage(status: list[dict[str, Any]], notes: list[str]) -> Coverage:
     switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
     hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
     return Coverage(
         switches_ok=sum(s["status"] == "ok" for s in switches), switches_total=len(switches),
         hosts_ok=sum(s["status"] == "ok" for s in hosts), hosts_total=len(hosts),
         failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
-                             detail=s["detail"]) for s in status if s["status"] != "ok"])
+                             detail=s["detail"]) for s in status if s["status"] != "ok"],
+        blind_spots=notes)
 
 
 def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,6 +39,7 @@ from functools import lru_cache
 from typing import Any
 
 from auditor import graph
+from auditor.analyse import ber
 from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
 from auditor.config import RankingSettings
@@ -75,6 +76,7 @@ class LinkEvidence:
     common_mode_flaps: int = 0
     counters: dict[PortKey, dict[str, int]] = field(default_factory=dict)
     rising: dict[PortKey, int] = field(default_factory=dict)  # intervals with new symbol errors
+    symbol_ber: dict[PortKey, ber.PortBer] = field(default_factory=dict)  # ports with errors
     saturated: set[str] = field(default_factory=set)
     hours: float = 0.0  # span of counter readings in the window
     jobs: list[dict[str, Any]] = field(default_factory=list)
@@ -110,6 +112,8 @@ class Evidence:
     jobs_other: int
     jobs_unexplained: int
     names: dict[str, tuple[str, str]]
+    # failed jobs of the window with no job log and no error line of their hosts (coverage)
+    jobs_without_logs: list[str] = field(default_factory=list)
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -198,8 +202,14 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
 
 
 def _counter_evidence(deltas: list[dict[str, Any]], peers: dict[PortKey, PortKey],
-                      links: dict[LinkKey, LinkEvidence]) -> None:
+                      links: dict[LinkKey, LinkEvidence]
+                      ) -> dict[PortKey, list[dict[str, Any]]]:
+    """Counter increases into the links' evidence; returns every SymbolErrorCounter interval
+    (those without new errors too) of the ports that had symbol errors, for their BER."""
+    symbols: dict[PortKey, list[dict[str, Any]]] = defaultdict(list)
     for d in deltas:
+        if d["counter"] == "SymbolErrorCounter":
+            symbols[(d["guid"], d["port"])].append(d)
         if not d["delta"] or d["counter"] == "LinkDownedCounter":
             continue
         key = (d["guid"], d["port"])
@@ -214,6 +224,71 @@ def _counter_evidence(deltas: list[dict[str, Any]], peers: dict[PortKey, PortKey
             ev.rising[key] = ev.rising.get(key, 0) + 1
         hours = (d["seen_at"] - d["prev_at"]).total_seconds() / 3600
         ev.hours = max(ev.hours, hours)
+    return {k: rows for k, rows in symbols.items() if any(d["delta"] for d in rows)}
+
+
+def _link_rates(fabric: Fabric) -> tuple[dict[PortKey, tuple[str, str]], tuple[str, str] | None]:
+    """(width, speed) of every cabled port of the snapshot (its link's, else the port's own
+    while it is Active), and the fabric's most common one."""
+    rates: dict[PortKey, tuple[str, str]] = {}
+    for key, p in fabric.ports.items():
+        if p.width and p.speed and p.state == "Active":
+            rates[key] = (p.width, p.speed)
+    counted: Counter[tuple[str, str]] = Counter()
+    for lk in fabric.links:
+        if lk.width and lk.speed:
+            rates[(lk.a_guid, lk.a_port)] = rates[(lk.b_guid, lk.b_port)] = (lk.width, lk.speed)
+            counted[(lk.width, lk.speed)] += 1
+    # A tie goes to the first in sorted order: the same rate in every process.
+    usual = max(sorted(counted), key=lambda r: counted[r]) if counted else None
+    return rates, usual
+
+
+def _ber_evidence(store: Store, fabric: Fabric, since: datetime, until: datetime,
+                  symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey],
+                  links: dict[LinkKey, LinkEvidence]) -> None:
+    """The symbol BER of every port that had symbol errors: per counter interval, its errors
+    over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
+    readings, else the link's width x data rate x time; auditor/analyse/ber.py)."""
+    if not symbols:
+        return
+    wanted = {key[0] for key in symbols} | {peers[key][0] for key in symbols if key in peers}
+    data: dict[tuple[str, int, str], dict[tuple[datetime, datetime], int]] = defaultdict(dict)
+    for d in store.data_deltas(since, until, sorted(wanted)):
+        data[(d["guid"], d["port"], d["counter"])][(d["prev_at"], d["seen_at"])] = d["delta"]
+    rates, usual = _link_rates(fabric)
+    cables = {(t["guid"], t["port"]): t["cable_type"] for t in store.transceivers()
+              if t["guid"] is not None and t["port"] is not None and t["cable_type"]}
+    for key, rows in symbols.items():
+        peer = peers.get(key)
+        rate = rates.get(key) or (rates.get(peer) if peer else None)
+        assumed = "" if rate else " (the fabric's usual: no snapshot shows this link's)"
+        width, speed = rate or usual or (None, None)
+        nominal = ber.nominal(width, speed) + assumed
+        own = data.get((*key, "PortRcvData"), {})
+        far = data.get((*peer, "PortXmitData"), {}) if peer else {}
+        intervals = []
+        for d in rows:
+            span = (d["prev_at"], d["seen_at"])
+            seconds = (span[1] - span[0]).total_seconds()
+            # A port that received nothing still counts errors on the idle stream: line bits.
+            if own.get(span):
+                intervals.append(ber.Interval(seconds, d["delta"], ber.data_bits(own[span]),
+                                              "PortRcvData"))
+            elif far.get(span):
+                intervals.append(ber.Interval(seconds, d["delta"], ber.data_bits(far[span]),
+                                              "the peer's PortXmitData"))
+            else:
+                intervals.append(ber.Interval(seconds, d["delta"],
+                                              ber.line_bits(width, speed, seconds) or 0.0,
+                                              nominal))
+        node = fabric.nodes.get(key[0])
+        cable = cables.get(key) or (cables.get(peer) if peer else None)
+        measured = ber.measure(intervals, speed=speed, width=width,
+                               model=node.model if node else None, media=ber.media_of(cable))
+        if measured is not None:
+            link = link_of([key, peer] if peer else [key])
+            links.setdefault(link, LinkEvidence(link)).symbol_ber[key] = measured
 
 
 class _HostResolver:
@@ -388,7 +463,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             lev.maintenance_flaps += 1
         elif f.down_at >= since or f.up_at is None or f.up_at >= since:
             lev.flaps.append(f)
-    _counter_evidence(store.counter_deltas(since, until), peers, links)
+    symbols = _counter_evidence(store.counter_deltas(since, until), peers, links)
+    _ber_evidence(store, fabric, since, until, symbols, peers, links)
     # Of the snapshot before, only the links that ran otherwise count (a second whole fabric
     # cost 0.15 s, its links alone 30-40 ms).
     previous = store.fabric_links_changed(times[0], times[1]) if len(times) > 1 else None
@@ -435,6 +511,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         if f.down_at is not None:
             flaps_by_link[link_of(f.ends)].append(f)
     failed = failed_net = failed_other = unexplained = 0
+    no_logs: list[str] = []
     for job in store.jobs_ended(since, until, NETWORK_STATES | {"OUT_OF_MEMORY"}):
         if job["state"] not in NETWORK_STATES and job["state"] != "OUT_OF_MEMORY":
             continue
@@ -448,6 +525,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         mine = view.errors + [
             e for h in set(hosts) for e in errors_by_host.get(h, [])
             if start <= e["event_at"] <= late]
+        if job["job_id"] not in views and not mine:
+            no_logs.append(job["job_id"])
         view = _JobView(mine, view.versions, view.env)
         net = [e for e in mine if e["network"]]
         other = [e for e in mine if not e["network"] and e["kind"] in ("oom", "gpu_error")]
@@ -526,7 +605,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names)
+                    unexplained, names, no_logs)
 
 
 def _survivors(links: dict[LinkKey, LinkEvidence],

@@ -7,9 +7,12 @@ Points, each written into the evidence:
   flap counts;
 - every failed job the link is blamed for 3, plus GPU-hours lost (0.01 per GPU-hour, at most 3);
 - failing NCCL pairs' votes 2 per vote;
-- symbol errors or link-error recoveries above their rate thresholds (IBTA BER 1e-12 is about
-  120 symbol errors an hour) 2, plus log2 of how many times over (at most 4), growing in
-  several intervals 1 more; saturated counters 1;
+- a port whose symbol BER (errors per bit carried, in its worst counter interval) is above the
+  limit for its link's speed, FEC and media (NVIDIA's field table, `auditor/analyse/ber.py`;
+  `[ranking] ber_limits`), or whose link-error recoveries or receive errors pass their hourly
+  thresholds, 2, plus log2 of how many times over the BER limit (at most 4; from the table's
+  warning level, half the limit, it is 1-2), growing in several intervals 1 more, its BER
+  rising in each of the last three intervals 1 more; saturated counters 1;
 - LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
 The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
 Each suspect names the rules that gave it points (`rules`; RULES at the end of this module).
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypedDict
 
+from auditor.analyse import ber
 from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
 from auditor.config import RankingSettings
 from auditor.models import NodeType
@@ -132,25 +136,46 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     one_sided: str | None = None
     hours = max(le.hours, 1e-9)
     erroring = []
+    worst = 0.0
     for port_key, counters in le.counters.items():
         symbols = counters.get("SymbolErrorCounter", 0)
         recov = counters.get("LinkErrorRecoveryCounter", 0)
         rcv = counters.get("PortRcvErrors", 0)
-        if symbols / hours > cfg.symbol_errors_per_hour or \
-                recov / hours > cfg.link_error_recovery_per_hour or rcv / hours > 100:
+        measured = le.symbol_ber.get(port_key)
+        limit = _symbol_limit(measured, cfg) if measured is not None else None
+        # Times the limit, counted from the table's warning level (half the limit) on.
+        over = (measured.worst_ber / limit.ber if measured is not None and limit is not None
+                and measured.worst_ber > limit.warning else 0.0)
+        if recov / hours > cfg.link_error_recovery_per_hour or rcv / hours > 100:
+            over = max(over, 1.0)
+        if over:
             erroring.append(port_key)
             name = _end(ev, *port_key)["name"]
-            evidence.append(f"{name} port {port_key[1]}: {symbols} symbol errors, "
-                            f"{recov} link-error recoveries, {rcv} receive errors in "
-                            f"{hours:.1f} h (threshold {cfg.symbol_errors_per_hour:.0f}/h)")
+            said = (_ber_sentence(measured, limit) if measured is not None and limit is not None
+                    else "symbol BER not known (no link speed and no data counters)"
+                    if symbols else "")
+            # The counts cover the port's readings in the window: the BER's span when known.
+            span = measured.seconds / 3600 if measured is not None else hours
+            evidence.append(f"{name} port {port_key[1]}: {said}{'; ' if said else ''}"
+                            f"{symbols} symbol errors, {recov} link-error recoveries, {rcv} "
+                            f"receive errors in {span:.1f} h")
+            worst = max(worst, over)
     if erroring:
-        worst = max(max(le.counters[k].get("SymbolErrorCounter", 0) / hours
-                        / cfg.symbol_errors_per_hour, 1.0) for k in erroring)
-        # How far over the BER limit matters: 30x over is a cable about to fail.
+        # How far over the BER limit matters: 30x over is a cable about to fail; between the
+        # warning level and the limit it is 1-2 points.
         points += _rule(scored, "error_rate", 2 + min(4.0, math.log2(worst)))
         if max(le.rising.get(k, 0) for k in erroring) >= 2:
             points += _rule(scored, "counter_rise", 1)
             evidence.append("symbol errors grew in several successive snapshots")
+        # A climbing error rate is a link degrading (issue #14: on PAM4 links some errors mean
+        # little, a rising rate a lot): the BER rose in each of the last three intervals.
+        climbing = [m for k in erroring if (m := le.symbol_ber.get(k)) and m.climbing >= 2]
+        if climbing:
+            points += _rule(scored, "ber_climbing", 1)
+            steps = max(climbing, key=lambda m: m.climbing).trend
+            evidence.append("the symbol BER rose in each of the last "
+                            f"{max(m.climbing for m in climbing) + 1} intervals ("
+                            + ", ".join(f"{b:.1e}" for b in steps[-4:]) + ")")
         if len(le.link) == 2 and len(erroring) == 1:
             one_sided = erroring[0]  # type: ignore[assignment]
     if le.saturated:
@@ -178,6 +203,32 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                    evidence=evidence, action=action,
                    first_at=min(dates) if dates else None, last_at=max(dates) if dates else None,
                    rule_points=scored)
+
+
+def _symbol_limit(measured: ber.PortBer, cfg: RankingSettings) -> ber.Limit:
+    speed = (measured.speed or "").upper()
+    return ber.symbol_limit(speed, model=measured.model, media=measured.media,
+                            fec=cfg.ber_fec.get(speed), overrides=cfg.ber_limits)
+
+
+def _ber_sentence(measured: ber.PortBer, limit: ber.Limit) -> str:
+    """ "symbol BER 3.1e-13 over 4.0 h at 4X HDR (bits: ...), above the field limit 1e-13
+    (where it comes from)"; with several intervals, the worst is judged and the whole window's
+    BER shown beside it."""
+    worst_h, all_h = measured.worst_seconds / 3600, measured.seconds / 3600
+    span = f"over {worst_h:.1f} h"
+    if measured.intervals > 1:
+        span = (f"in the worst of {measured.intervals} intervals ({worst_h:.1f} h; "
+                f"{measured.ber:.1e} over all {all_h:.1f} h)")
+    if measured.worst_ber > limit.ber:
+        side = f"above the {limit.kind} limit {limit.ber:.0e}"
+    elif measured.worst_ber > limit.warning:
+        side = (f"above the warning level {limit.warning:.0e}, within the {limit.kind} limit "
+                f"{limit.ber:.0e}")
+    else:
+        side = f"within the {limit.kind} limit {limit.ber:.0e}"
+    return (f"symbol BER {measured.worst_ber:.1e} {span} at {measured.width} {measured.speed} "
+            f"(bits: {' / '.join(measured.bits_from)}), {side} ({limit.source})")
 
 
 def _job_timing(job: dict[str, Any]) -> str:
@@ -317,8 +368,10 @@ RULES = {
     "killed_job": "failed jobs blamed on it, and their GPU-hours",
     "port_error": "an HCA's port-error event in a job's log",
     "votes": "failing NCCL pairs whose paths cross it",
-    "error_rate": "symbol errors, link-error recoveries or receive errors over their rates",
+    "error_rate": "a symbol BER over its limit (or warning level), link-error recoveries or "
+                  "receive errors over their rates",
     "counter_rise": "symbol errors growing over several snapshots",
+    "ber_climbing": "the symbol BER rising in each of the last three intervals",
     "saturated": "counters at their ceiling",
     "degraded": "running below the width or speed its ends can do",
     "switch_event": "many ports of one switch down at once",

@@ -4,9 +4,17 @@ Everything here only reads. Counter resets (perfquery's reset-after-read flag, i
 clear flags) and port changes (`ibportstate`) are not on the list and never will be: the auditor
 must not write to the fabric, and a reset would also destroy the counter history other tools
 rely on.
+
+Transceiver diagnostics (issue #14) are read with two tools that can also write: mlxlink
+toggles, reconfigures and resets ports and clears counters; ethtool writes module EEPROMs and
+port settings. Of each only one read form passes, `mlxlink -d <dev> [-p <port>] -m` and
+`ethtool -m <if>`, with plain device and interface names (nothing starting with "-", no path,
+no shell character): every other flag is refused.
 """
 
 from __future__ import annotations
+
+import re
 
 from auditor.errors import ConfigError
 
@@ -38,11 +46,56 @@ _FORBIDDEN = {
 }
 
 
+# mlxlink's writes, named so the refusal says why (anything else unlisted is refused too).
+_MLXLINK_WRITES = frozenset({"-a", "--port_state", "--speeds", "--fec", "--fec_speed", "--pc",
+                             "--clear_counters", "--serdes_tx", "--prbs", "--loopback", "--write",
+                             "--cable", "--link_mode_force", "--set_amber", "--tx_policy",
+                             "--error_injection", "--psi", "--mngr"})
+# ethtool's writes (-E writes the EEPROM, -s/-K/-A/-G/-L/-C change the port, -r renegotiates).
+_ETHTOOL_WRITES = frozenset({"-E", "--change-eeprom", "-s", "--change", "-K", "--features",
+                             "-A", "--pause", "-G", "--set-ring", "-L", "--set-channels", "-C",
+                             "--coalesce", "-r", "--negotiate", "-p", "--identify", "-f",
+                             "--flash", "-t", "--test", "--reset"})
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$", re.ASCII)
+
+
+def _check_optics(tool: str, args: list[str]) -> None:
+    """The one read form of mlxlink and ethtool, or ConfigError."""
+    writes = _MLXLINK_WRITES if tool == "mlxlink" else _ETHTOOL_WRITES
+    for arg in args:
+        if arg in writes:
+            raise ConfigError(f"{tool} {arg}: would write to the fabric; refused")
+    if tool == "ethtool":
+        if len(args) == 2 and args[0] in ("-m", "--module-info") and _NAME.match(args[1]):
+            return
+        raise ConfigError(f"ethtool {' '.join(args)[:80]}: only `ethtool -m <interface>` is on "
+                          "the read-only allowlist")
+    rest, device, show = list(args), None, False
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("-d", "--device", "-p", "--port") and rest and _NAME.match(rest[0]):
+            value = rest.pop(0)
+            if arg in ("-d", "--device"):
+                device = value
+            elif not value.isdigit():
+                raise ConfigError(f"mlxlink {arg} {value[:40]}: not a port number")
+        elif arg in ("-m", "--show_module"):
+            show = True
+        else:
+            raise ConfigError(f"mlxlink {arg[:40]}: flag not on the read-only allowlist")
+    if device is None or not show:
+        raise ConfigError("mlxlink: only `mlxlink -d <device> [-p <port>] -m` is on the "
+                          "read-only allowlist")
+
+
 def check(argv: list[str]) -> list[str]:
     """Return argv unchanged if it is an allowed read-only command, else raise ConfigError."""
     if not argv:
         raise ConfigError("empty command")
     tool, args = argv[0], argv[1:]
+    if tool in ("mlxlink", "ethtool"):
+        _check_optics(tool, args)
+        return argv
     if tool not in _FLAGS:
         raise ConfigError(f"{tool}: not on the read-only command allowlist")
     i = 0

@@ -24,10 +24,10 @@ from typing import Literal
 
 import paramiko
 
+from auditor.collect.commands import check
 from auditor.collect.runner import CommandResult
 from auditor.config import HostSettings
 from auditor.errors import AuditorError, CollectError, ConfigError
-from auditor.parse.sysfs_ib import SYSFS_COMMAND
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ HostStatus = Literal["ok", "partial", "no_hca", "timeout", "auth_failed", "host_
                      "parse_failed", "error"]
 
 DEFAULT_SYSFS_ROOT = "/sys/class/infiniband"
+NOT_INSTALLED = 127  # what a POSIX shell exits with for "command not found"
 # The root is pasted into an `sh -c` string, so it may hold only characters no shell treats
 # specially (no spaces, quotes, $, `, ;, |, &, globs, ~) and must be absolute.
 _ROOT_RE = re.compile(r"^(?:/[A-Za-z0-9_.+-]+)+$", re.ASCII)
@@ -60,11 +61,95 @@ def check_sysfs_root(root: str) -> str:
     return trimmed
 
 
+# What the sysfs read asks of each port (every counter is one auditor.parse.sysfs_ib knows by
+# name; tests/test_hostside.py holds the two together), and each device's node_guid.
+SYSFS_PORT_FILES = (
+    "state",
+    "phys_state",
+    "rate",
+    "counters/link_downed",
+    "counters/symbol_error",
+    "counters/link_error_recovery",
+    "counters/port_rcv_errors",
+    "counters/local_link_integrity_errors",
+)
+
+
+# The globs need a shell; `sh -c` with a constant string is the only shell-free-of-input way to
+# expand them (grep -r cannot: the device entries are symlinks, and grep -R would follow sysfs's
+# symlink cycles through device/ and subsystem/). Nothing is interpolated into the string but a
+# checked root, so the read-only allowlist can match the argv exactly. grep exits 0 when it
+# printed any line and 2 when some file was missing or unreadable (no IB device, a VF whose PMA
+# counters fail); the lines it did print are still valid, so rc 2 with stdout is a partial
+# read, not a failure.
+def _sysfs_argv(root: str) -> tuple[str, ...]:
+    files = " ".join(f"{root}/*/ports/*/{name}" for name in SYSFS_PORT_FILES)
+    return ("sh", "-c", f"grep -H . {files} {root}/*/node_guid")
+
+
+SYSFS_COMMAND = _sysfs_argv(DEFAULT_SYSFS_ROOT)
+
+
 def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
     """SYSFS_COMMAND reading `root` instead of /sys/class/infiniband (tests use a fake tree)."""
-    root = check_sysfs_root(root)
-    script = SYSFS_COMMAND[2].replace(DEFAULT_SYSFS_ROOT + "/", root + "/")
-    return (SYSFS_COMMAND[0], SYSFS_COMMAND[1], script)
+    return _sysfs_argv(check_sysfs_root(root))
+
+
+# Transceiver diagnostics (`[sweep] optics`): per RDMA device `mlxlink -d <dev> -m`, or where
+# mlxlink is not installed `ethtool -m <netdev>` per netdev of the device. Both are built only
+# from names the host's own sysfs listed, checked against these patterns first: an RDMA device
+# name (mlx5_0, hfi1_0, ibp65s0) and a netdev name (IFNAMSIZ: at most 15 characters), neither
+# starting with "-", so nothing from a host can become a flag, a path or a second command.
+_RDMA_DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$", re.ASCII)
+_NETDEV = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$", re.ASCII)
+OPTICS_LIST = "optics-list"  # the result name of `ls -1 <sysfs root>`
+OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
+
+
+def mlxlink_command(device: str) -> tuple[str, ...]:
+    """`mlxlink -d <dev> -m`: the module section only. mlxlink can also toggle a port, change its
+    speed or FEC and clear counters; none of those flags is ever built or accepted here."""
+    if not _RDMA_DEVICE.match(device):
+        raise CollectError(f"{device[:40]!r}: not an RDMA device name")
+    return ("mlxlink", "-d", device, "-m")
+
+
+def ethtool_command(netdev: str) -> tuple[str, ...]:
+    """`ethtool -m <if>`: reads the module EEPROM (ethtool -E would write it; never built)."""
+    if not _NETDEV.match(netdev):
+        raise CollectError(f"{netdev[:40]!r}: not a network interface name")
+    return ("ethtool", "-m", netdev)
+
+
+def list_command(path: str) -> tuple[str, ...]:
+    """`ls -1 <path>` of the sysfs root or of one device's `device/net` folder."""
+    return ("ls", "-1", path)
+
+
+def _listable(path: str, root: str) -> bool:
+    if path == root:
+        return True
+    prefix, _, device = path.removesuffix("/device/net").rpartition("/")
+    return path.endswith("/device/net") and prefix == root and bool(_RDMA_DEVICE.match(device))
+
+
+def _optics_command(args: tuple[str, ...], root: str) -> bool:
+    """Whether argv is exactly one of the diagnostics commands above, names checked, and (for
+    the two tools that can write) passes the fabric allowlist of auditor/collect/commands.py
+    too: two independent checks stand between a host's listing and a command line."""
+    if args[:1] in (("mlxlink",), ("ethtool",)):
+        try:
+            check(list(args))
+        except ConfigError:
+            return False
+    if len(args) == 4:
+        return args[:2] == ("mlxlink", "-d") and args[3] == "-m" \
+            and bool(_RDMA_DEVICE.match(args[2]))
+    if len(args) != 3:
+        return False
+    if args[:2] == ("ethtool", "-m"):
+        return bool(_NETDEV.match(args[2]))
+    return args[:2] == ("ls", "-1") and _listable(args[2], root)
 
 
 def host_plan(settings: HostSettings) -> list[tuple[str, tuple[str, ...]]]:
@@ -80,21 +165,34 @@ def host_plan(settings: HostSettings) -> list[tuple[str, tuple[str, ...]]]:
 def check_host_command(argv: Sequence[str], sysfs_root: str = DEFAULT_SYSFS_ROOT) -> list[str]:
     """Return argv as a list if it is exactly one of the allowed host commands, else raise."""
     allowed = {sysfs_command(sysfs_root), IBSTAT, *KERNEL_LOGS.values()}
-    if tuple(argv) not in allowed:
+    args = tuple(argv)
+    optics = _optics_command(args, check_sysfs_root(sysfs_root))
+    if args not in allowed and not optics:
         raise CollectError(f"{shlex.join(argv)!r}: not on the read-only host command allowlist")
     return list(argv)
 
 
 @dataclass(frozen=True, slots=True)
+class OpticsTarget:
+    """What a diagnostics result is of: its format, the RDMA device and the port name."""
+
+    kind: Literal["mlxlink-module", "ethtool-module"]
+    rdma_device: str  # mlx5_0: the HCA whose module it is
+    port_name: str  # mlx5_0/1 for mlxlink, the netdev for ethtool
+
+
+@dataclass(frozen=True, slots=True)
 class HostCollection:
     """What one host gave. `status` is about the SSH session ("ok" once logged in); a command
-    that could not finish is in `failed` (name -> why), one that ran is in `results`."""
+    that could not finish is in `failed` (name -> why), one that ran is in `results`; `optics`
+    says which results are module diagnostics (result name -> what of)."""
 
     host: str
     status: HostStatus
     detail: str = ""
     results: dict[str, CommandResult] = field(default_factory=dict)
     failed: dict[str, tuple[HostStatus, str]] = field(default_factory=dict)  # status, why
+    optics: dict[str, OpticsTarget] = field(default_factory=dict)
 
 
 class CommandTimeoutError(CollectError):
@@ -216,28 +314,73 @@ def _redact(text: str, password: str | None) -> str:
     return text.replace(password, "***") if password else text
 
 
-def collect_host(host: str, settings: HostSettings) -> HostCollection:
-    """Connect, run the plan, disconnect. Never raises."""
-    results: dict[str, CommandResult] = {}
-    failed: dict[str, tuple[HostStatus, str]] = {}
+class _Commands:
+    """Runs named commands on one host, filing each result or failure under its name."""
+
+    def __init__(self, runner: HostRunner) -> None:
+        self.runner = runner
+        self.results: dict[str, CommandResult] = {}
+        self.failed: dict[str, tuple[HostStatus, str]] = {}
+
+    def run(self, name: str, argv: Sequence[str]) -> CommandResult | None:
+        try:
+            self.results[name] = result = self.runner.run(argv)
+        except CommandTimeoutError as exc:
+            self.failed[name] = ("timeout", str(exc))
+            return None
+        except CollectError as exc:
+            self.failed[name] = ("error", str(exc))
+            return None
+        return result
+
+
+def _names(listing: CommandResult | None, pattern: re.Pattern[str]) -> list[str]:
+    """The entries of an `ls -1` that are plain names of the expected kind (others ignored)."""
+    if listing is None or listing.exit_code != 0:
+        return []
+    return [n for n in listing.stdout.split() if pattern.match(n)][:OPTICS_MAX]
+
+
+def _read_optics(cmds: _Commands, root: str, targets: dict[str, OpticsTarget]) -> None:
+    """mlxlink -m per RDMA device; once mlxlink turns out not to be installed (exit 127), ethtool
+    -m per netdev of each remaining device instead."""
+    mlxlink = True
+    for device in _names(cmds.run(OPTICS_LIST, list_command(root)), _RDMA_DEVICE):
+        if mlxlink:
+            name = f"mlxlink.{device}"
+            result = cmds.run(name, mlxlink_command(device))
+            if result is None or result.exit_code != NOT_INSTALLED:
+                targets[name] = OpticsTarget("mlxlink-module", device, f"{device}/1")
+                continue
+            mlxlink = False
+        net = cmds.run(f"optics-net.{device}", list_command(f"{root}/{device}/device/net"))
+        for netdev in _names(net, _NETDEV):
+            name = f"ethtool.{netdev}"
+            cmds.run(name, ethtool_command(netdev))
+            targets[name] = OpticsTarget("ethtool-module", device, netdev)
+
+
+def collect_host(host: str, settings: HostSettings, optics: bool = False) -> HostCollection:
+    """Connect, run the plan (and with `optics` each module's diagnostics), disconnect. Never
+    raises."""
+    cmds: _Commands | None = None
+    targets: dict[str, OpticsTarget] = {}
     try:
         runner = HostRunner(host, settings)
+        cmds = _Commands(runner)
         try:
             runner.connect()
             for name, argv in host_plan(settings):
-                try:
-                    results[name] = runner.run(argv)
-                except CommandTimeoutError as exc:
-                    failed[name] = ("timeout", str(exc))
-                except CollectError as exc:
-                    failed[name] = ("error", str(exc))
-            result = HostCollection(host, "ok", "", results, failed)
+                cmds.run(name, argv)
+            if optics:
+                _read_optics(cmds, check_sysfs_root(settings.sysfs_root), targets)
+            result = HostCollection(host, "ok", "", cmds.results, cmds.failed, targets)
         finally:
             runner.close()
     except _StopError as exc:
-        result = HostCollection(host, exc.status, exc.detail, results, failed)
+        result = HostCollection(host, exc.status, exc.detail, *_so_far(cmds), targets)
     except AuditorError as exc:  # ConfigError: the password's variable is not set
-        result = HostCollection(host, "error", str(exc), results, failed)
+        result = HostCollection(host, "error", str(exc), *_so_far(cmds), targets)
     try:
         password = settings.password.value() if settings.password else None
     except ConfigError:
@@ -246,13 +389,19 @@ def collect_host(host: str, settings: HostSettings) -> HostCollection:
     result = HostCollection(result.host, result.status, _redact(result.detail, password),
                             result.results,
                             {k: (st, _redact(why, password))
-                             for k, (st, why) in result.failed.items()})
+                             for k, (st, why) in result.failed.items()}, result.optics)
     log.info("host %s: %s %s", host, result.status, result.detail)
     return result
 
 
-def collect_host_outputs(settings: HostSettings) -> list[HostCollection]:
-    """Collect from every host of settings.names in parallel threads; results in input order."""
+def _so_far(cmds: _Commands | None
+            ) -> tuple[dict[str, CommandResult], dict[str, tuple[HostStatus, str]]]:
+    return (cmds.results, cmds.failed) if cmds is not None else ({}, {})
+
+
+def collect_host_outputs(settings: HostSettings, optics: bool = False) -> list[HostCollection]:
+    """Collect from every host of settings.names in parallel threads; results in input order.
+    `optics`: also read each module's diagnostics (`[sweep] optics`)."""
     if settings.concurrency < 1:
         raise ConfigError(f"hosts.concurrency must be at least 1, got {settings.concurrency}")
     names = list(settings.names)
@@ -262,7 +411,7 @@ def collect_host_outputs(settings: HostSettings) -> list[HostCollection]:
 
     def one(host: str) -> HostCollection:
         try:
-            return collect_host(host, settings)
+            return collect_host(host, settings, optics)
         except Exception as exc:  # noqa: BLE001 - a bug for one host must not lose the rest
             return HostCollection(host, "error", f"internal error: {type(exc).__name__}")
 

@@ -1,4 +1,5 @@
-"""Collect IB port state and transceiver inventory from Onyx / MLNX-OS switches over SSH (netmiko).
+"""Collect IB port state and transceiver inventory from Onyx / MLNX-OS switches over SSH (netmiko),
+and, when asked (`[sweep] optics`), each module's diagnostics.
 
 Host keys are checked against known_hosts and never added: netmiko runs with ssh_strict=True
 (paramiko RejectPolicy), so an unknown or changed key ends the connection before any password is
@@ -49,6 +50,10 @@ _FIXED = frozenset({SHOW_VERSION, SHOW_IB_STATUS})
 # The per-port form is the one the MLNX-OS manual documents ("show interfaces ib 1/36
 # transceiver"); an all-ports form is not documented for IB, so we ask port by port.
 _XCVR_RE = re.compile(r"show interfaces ib (\d{1,2}(?:/\d{1,3}){1,3}) transceiver", re.ASCII)
+# The module's DDM (temperature, voltage, per-lane bias and power, thresholds): asked only of
+# ports that hold a module, and only with `[sweep] optics` on.
+_DIAG_RE = re.compile(r"show interfaces ib (\d{1,2}(?:/\d{1,3}){1,3}) transceiver diagnostics",
+                      re.ASCII)
 
 
 def check_command(command: str) -> str:
@@ -56,7 +61,7 @@ def check_command(command: str) -> str:
 
     Exact matches only: no pipes (`| json-print`, `| include`), no `;`, no abbreviations.
     """
-    if command in _FIXED or _XCVR_RE.fullmatch(command):
+    if command in _FIXED or _XCVR_RE.fullmatch(command) or _DIAG_RE.fullmatch(command):
         return command
     raise CollectError(f"{command!r}: not on the read-only Onyx command allowlist")
 
@@ -64,6 +69,11 @@ def check_command(command: str) -> str:
 def transceiver_command(port: str) -> str:
     """`IB1/17` -> `show interfaces ib 1/17 transceiver` (validated)."""
     return check_command(f"show interfaces ib {port.removeprefix('IB')} transceiver")
+
+
+def diagnostics_command(port: str) -> str:
+    """`IB1/17` -> `show interfaces ib 1/17 transceiver diagnostics` (validated)."""
+    return check_command(f"show interfaces ib {port.removeprefix('IB')} transceiver diagnostics")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +86,7 @@ class SwitchSsh:
     key_file: Path | None = None
     known_hosts: Path | None = None  # None: the user's ~/.ssh/known_hosts
     timeout_s: float = 30.0
+    optics: bool = False  # also read each module's diagnostics
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +97,9 @@ class SwitchCollection:
     interfaces: tuple[IbInterface, ...] = ()
     transceivers: tuple[Transceiver, ...] = ()
     raw: dict[str, str] = field(default_factory=dict)  # command -> output, for captures
+    # (port, output) of each diagnostics read, parsed by the caller (auditor.ops.switches).
+    diagnostics: tuple[tuple[str, str], ...] = ()
+    optics_note: str = ""  # why the diagnostics read stopped early, when it did
 
 
 class _StopError(Exception):
@@ -201,6 +215,8 @@ def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> Switch
                          f"{sw.timeout_s:g} s after login") from None
     interfaces: list[IbInterface] = []
     transceivers: list[Transceiver] = []
+    diagnostics: list[tuple[str, str]] = []
+    note = ""
     try:
         conn.enable()
         _run(conn, SHOW_VERSION, sw, raw)
@@ -221,11 +237,29 @@ def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> Switch
             err = exc.with_source(f"{sw.name}:{current}")
             return SwitchCollection(sw.name, "parse_failed", str(err), tuple(interfaces),
                                     tuple(transceivers), raw)
+        if sw.optics:
+            note = _diagnostics(conn, sw, raw, transceivers, diagnostics)
     finally:
         conn.disconnect()
     return SwitchCollection(sw.name, "ok", f"{len(interfaces)} IB ports, "
                             f"{sum(t.present for t in transceivers)} modules",
-                            tuple(interfaces), tuple(transceivers), raw)
+                            tuple(interfaces), tuple(transceivers), raw, tuple(diagnostics),
+                            note)
+
+
+def _diagnostics(conn: Any, sw: SwitchSsh, raw: dict[str, str],
+                 transceivers: Sequence[Transceiver], out: list[tuple[str, str]]) -> str:
+    """Read the diagnostics of every port holding a module into `out`. A firmware that rejects
+    the command, or a port that does not answer in time, ends the optics read, not the switch's:
+    its port status and inventory are already read. Returns why it ended early ("" if not)."""
+    for t in transceivers:
+        if not t.present:
+            continue
+        try:
+            out.append((t.port, _run(conn, diagnostics_command(t.port), sw, raw)))
+        except _StopError as exc:
+            return f"optics: {exc.detail}"
+    return ""
 
 
 def _redact(text: str, password: str | None) -> str:
@@ -251,9 +285,9 @@ def collect_switch(sw: SwitchSsh) -> SwitchCollection:
         # Session dropped mid-command, or netmiko's "Failed to enter enable mode".
         result = SwitchCollection(sw.name, "error", f"{sw.host}: {type(exc).__name__}: {exc}",
                                   raw=raw)
-    detail = _redact(result.detail, password)
-    if detail != result.detail:
-        result = replace(result, detail=detail)
+    detail, note = _redact(result.detail, password), _redact(result.optics_note, password)
+    if (detail, note) != (result.detail, result.optics_note):
+        result = replace(result, detail=detail, optics_note=note)
     log.info("onyx %s: %s %s", sw.name, result.status, result.detail)
     return result
 

@@ -67,7 +67,7 @@ from pysnmp.proto.rfc1902 import (
 )
 from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
 
-from auditor.config import Secret, SnmpSettings
+from auditor.config import SnmpSettings
 from auditor.errors import ConfigError
 from auditor.models import SnmpPort, SnmpResult, SnmpStatus
 
@@ -131,46 +131,37 @@ _NO_ACCESS = (6, 16)  # errorStatus noAccess, authorizationError
 _TOO_BIG = 1
 
 
-_DEFAULTS = SnmpSettings()  # the config's defaults, written once in auditor.config
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SnmpTarget:
-    """One agent. Secrets are `env:VAR` references, read only while polling."""
+    """One agent: the switch's name and address, and how to ask it (its `[[switches]].snmp`
+    table). Secrets are `env:VAR` references, read only while polling."""
 
     name: str
     host: str
-    port: int = _DEFAULTS.port
-    version: str = _DEFAULTS.version  # "2c" or "3"; v1 has no GETBULK and no Counter64
-    community: Secret | None = None
-    user: str | None = None
-    auth_key: Secret | None = None
-    priv_key: Secret | None = None
-    auth_proto: str = _DEFAULTS.auth_proto
-    priv_proto: str = _DEFAULTS.priv_proto
-    timeout_s: float = _DEFAULTS.timeout_s
-    retries: int = _DEFAULTS.retries
+    snmp: SnmpSettings
 
     def __post_init__(self) -> None:
         where = f"snmp target {self.name!r}"
-        if self.version not in ("2c", "3"):
-            raise ConfigError(f"{where}: version must be \"2c\" or \"3\", not {self.version!r}")
-        if self.version == "2c" and self.community is None:
+        s = self.snmp
+        # v1 has no GETBULK and no Counter64
+        if s.version not in ("2c", "3"):
+            raise ConfigError(f"{where}: version must be \"2c\" or \"3\", not {s.version!r}")
+        if s.version == "2c" and s.community is None:
             raise ConfigError(f"{where}: SNMP v2c needs a community (env:VARIABLE)")
-        if self.version == "3":
-            if not self.user:
+        if s.version == "3":
+            if not s.user:
                 raise ConfigError(f"{where}: SNMP v3 needs a user")
-            if self.priv_key is not None and self.auth_key is None:
+            if s.priv_key is not None and s.auth_key is None:
                 raise ConfigError(f"{where}: a v3 priv_key needs an auth_key too")
-            if self.auth_proto.upper() not in _AUTH:
-                raise ConfigError(f"{where}: auth_proto {self.auth_proto!r} is not one of "
+            if s.auth_proto.upper() not in _AUTH:
+                raise ConfigError(f"{where}: auth_proto {s.auth_proto!r} is not one of "
                                   f"{', '.join(_AUTH)}")
-            if self.priv_proto.upper() not in _PRIV:
-                raise ConfigError(f"{where}: priv_proto {self.priv_proto!r} is not one of "
+            if s.priv_proto.upper() not in _PRIV:
+                raise ConfigError(f"{where}: priv_proto {s.priv_proto!r} is not one of "
                                   f"{', '.join(_PRIV)}")
-        if not 0 < self.port < 65536:
-            raise ConfigError(f"{where}: port {self.port} is out of range")
-        if self.timeout_s <= 0 or self.retries < 0:
+        if not 0 < s.port < 65536:
+            raise ConfigError(f"{where}: port {s.port} is out of range")
+        if s.timeout_s <= 0 or s.retries < 0:
             raise ConfigError(f"{where}: timeout_s must be > 0 and retries >= 0")
 
 
@@ -198,7 +189,7 @@ class _EnginePool:
     def __init__(self) -> None:
         self._engines: dict[tuple[str, ...], Any] = {}
 
-    def get(self, t: SnmpTarget) -> Any:
+    def get(self, t: SnmpSettings) -> Any:
         if t.version == "2c":
             key: tuple[str, ...] = ("v2c",)
         else:
@@ -215,7 +206,7 @@ class _EnginePool:
         self._engines.clear()
 
 
-def _auth_data(t: SnmpTarget) -> Any:
+def _auth_data(t: SnmpSettings) -> Any:
     if t.community is not None and t.version == "2c":
         # S508: NVOS switches speak only v1/v2c, so v2c has to stay.
         return CommunityData(t.community.value(), mpModel=1)  # noqa: S508
@@ -228,7 +219,7 @@ def _auth_data(t: SnmpTarget) -> Any:
     )
 
 
-def _secret_values(t: SnmpTarget) -> list[str]:
+def _secret_values(t: SnmpSettings) -> list[str]:
     values = []
     for secret in (t.community, t.auth_key, t.priv_key):
         if secret is None:
@@ -250,7 +241,7 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def _describe_error(t: SnmpTarget, err_ind: Any) -> _PollError:
+def _describe_error(t: SnmpSettings, err_ind: Any) -> _PollError:
     if isinstance(err_ind, errind.RequestTimedOut):
         tries = t.retries + 1
         hint = " (on v2c a wrong community looks the same)" if t.version == "2c" else ""
@@ -273,18 +264,19 @@ class _Session:
 
     @classmethod
     async def open(cls, target: SnmpTarget, pool: _EnginePool) -> _Session:
-        auth = _auth_data(target)
+        s = target.snmp
+        auth = _auth_data(s)
         try:
             transport = await UdpTransportTarget.create(
-                (target.host, target.port), timeout=target.timeout_s, retries=target.retries)
+                (target.host, s.port), timeout=s.timeout_s, retries=s.retries)
         except Exception as exc:  # noqa: BLE001 - pysnmp wraps resolver errors in its own type
             reason = str(exc).split(" caused by ")[0]
             raise _PollError("error", f"cannot resolve {target.host}: {reason}") from None
-        return cls(target, pool.get(target), auth, transport)
+        return cls(target, pool.get(s), auth, transport)
 
     def _check(self, err_ind: Any, err_stat: Any, what: str) -> None:
         if err_ind:
-            raise _describe_error(self.t, err_ind)
+            raise _describe_error(self.t.snmp, err_ind)
         status = int(err_stat or 0)
         if status == _TOO_BIG:
             raise _TooBigError
@@ -406,7 +398,8 @@ def _ports(values: dict[str, dict[int, Any]], descr: dict[int, Any]) -> list[Snm
 async def _poll(target: SnmpTarget, pool: _EnginePool) -> SnmpResult:
     started = datetime.now(UTC)
     t0 = time.perf_counter()
-    secrets = _secret_values(target)
+    s = target.snmp
+    secrets = _secret_values(s)
     status: SnmpStatus
     try:
         session = await _Session.open(target, pool)
@@ -427,7 +420,7 @@ async def _poll(target: SnmpTarget, pool: _EnginePool) -> SnmpResult:
         return SnmpResult(target.name, "ok", _scrub(detail, secrets), polled_at, uptime, ports)
     except _PollError as exc:
         status, detail = exc.status, exc.detail
-        if status == "timeout" and target.version == "3" and target.priv_key is not None \
+        if status == "timeout" and s.version == "3" and s.priv_key is not None \
                 and await _answers_without_privacy(target):
             status = "auth_failed"
             detail = ("no answer with privacy, but the agent answers the same user and auth "
@@ -438,7 +431,7 @@ async def _poll(target: SnmpTarget, pool: _EnginePool) -> SnmpResult:
         # pyasn1 (BER decoding) raises its own types when an agent sends garbage.
         status = "parse_failed" if type(exc).__module__.startswith("pyasn1") else "error"
         detail = f"{type(exc).__name__}: {exc}"
-    where = f"{target.host}:{target.port}"
+    where = f"{target.host}:{s.port}"
     return SnmpResult(target.name, status, _scrub(f"{where}: {detail}", secrets), started, None)
 
 
@@ -450,14 +443,15 @@ async def _answers_without_privacy(target: SnmpTarget) -> bool:
     proves the agent is up and the auth key right. It gets its own engine: the shared one holds
     this user with privacy, and re-keying it would disturb requests in flight.
     """
-    if target.auth_key is None:  # a priv key without one is refused at construction
+    s = target.snmp
+    if s.auth_key is None:  # a priv key without one is refused at construction
         return False
     engine = SnmpEngine()
     try:
-        auth = UsmUserData(target.user, authKey=target.auth_key.value(),
-                           authProtocol=_AUTH[target.auth_proto.upper()])
+        auth = UsmUserData(s.user, authKey=s.auth_key.value(),
+                           authProtocol=_AUTH[s.auth_proto.upper()])
         transport = await UdpTransportTarget.create(
-            (target.host, target.port), timeout=min(target.timeout_s, 1.0), retries=0)
+            (target.host, s.port), timeout=min(s.timeout_s, 1.0), retries=0)
         err_ind, _, _, _ = await get_cmd(engine, auth, transport, ContextData(),
                                          ObjectType(ObjectIdentity(_SYS_UPTIME)), lookupMib=False)
         return not err_ind or isinstance(err_ind, errind.UnsupportedSecurityLevel)

@@ -18,6 +18,8 @@ class IngestPlan:
     log_kind: str
     job_files: list[Path] = field(default_factory=list)
     job_kind: str = "auto"
+    optics: list[Path] = field(default_factory=list)  # transceiver diagnostics captures
+    optics_kind: str = "auto"
 
 
 def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
@@ -25,6 +27,7 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
     from auditor.collect.logfile import read_head
     from auditor.ingest.jobs import JOB_KINDS, detect_job_kind
     from auditor.ingest.logs import LOG_KINDS, detect_log_kind
+    from auditor.ingest.optics import OPTICS_KINDS, detect_optics_kind
 
     if kind in KINDS[1:]:
         return IngestPlan(list(paths), kind, [], "auto")
@@ -32,7 +35,9 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
         return IngestPlan([], "auto", list(paths), kind)
     if kind in JOB_KINDS:
         return IngestPlan([], "auto", [], "auto", list(paths), kind)
-    every = (*KINDS, *LOG_KINDS, *JOB_KINDS)
+    if kind in OPTICS_KINDS:
+        return IngestPlan([], "auto", [], "auto", optics=list(paths), optics_kind=kind)
+    every = (*KINDS, *LOG_KINDS, *JOB_KINDS, *OPTICS_KINDS)
     if kind != "auto":
         raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
     plan = IngestPlan([], "auto", [], "auto")
@@ -49,6 +54,10 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
         try:
             detect_kind(head, str(path))
         except AuditorError:
+            # Before the job kinds: a module's `Identifier : 0x11 (QSFP28)` is no site file.
+            if detect_optics_kind(head) is not None:
+                plan.optics.append(path)
+                continue
             if detect_job_kind(head) is not None:
                 plan.job_files.append(path)
                 continue

@@ -8,6 +8,12 @@ Kernel-log port events (origin "dmesg") are placed on the fabric graph through P
 config's aliases. Port states read from sysfs are reported in the device status only: a Down
 port there has no time, and the sweeps already record topology changes.
 
+With `[sweep] optics` each host also runs `mlxlink -d <dev> -m` per RDMA device (`ethtool -m`
+per netdev where mlxlink is not installed); the module readings are stored as optics history
+(kinds mlxlink-module / ethtool-module, one source per host and kind and sweep), each placed on
+the HCA whose module it is: the node GUID sysfs gave for that device in the same read, else the
+fabric graph's, port 1 (mlx5 has one port per RDMA device).
+
 One dead host never stops the others: every host gets a device_status row (collector "host")
 with ok, partial (a secondary read failed, e.g. dmesg in a container), no_hca, timeout,
 auth_failed, host_key_mismatch, parse_failed or error, and everything is stored in one
@@ -24,6 +30,8 @@ from pathlib import Path
 
 from auditor.collect.hostcmd import (
     DEFAULT_SYSFS_ROOT,
+    NOT_INSTALLED,
+    OPTICS_LIST,
     HostCollection,
     HostStatus,
     check_sysfs_root,
@@ -33,7 +41,8 @@ from auditor.collect.runner import CommandResult, save_capture
 from auditor.config import Settings
 from auditor.errors import ParseError
 from auditor.ingest.logs import CUT, FUTURE_SLACK, bound_event
-from auditor.models import PortEvent
+from auditor.ingest.optics import parse_optics, place
+from auditor.models import CounterTable, OpticsReading, PortEvent
 from auditor.ops.switches import DeviceOutcome
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
@@ -44,7 +53,7 @@ from auditor.store import Placement, SourceMeta, Store
 COLLECTOR = "host"
 EVENT_ORIGIN = "dmesg"  # the same origin as an ingested dmesg file, so repeats are skipped
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
-_NOT_INSTALLED = 127  # what a POSIX shell exits with for "command not found"
+_NOT_INSTALLED = NOT_INSTALLED
 
 
 def capture_folder(settings: Settings, moment: datetime) -> Path:
@@ -97,6 +106,7 @@ class _Host:
         self.summary: list[str] = []
         self.notes: list[str] = []
         self.events = 0
+        self.guids: dict[str, str] = {}  # RDMA device -> node GUID, from this read's sysfs
 
     def path(self, command: str) -> str:
         name = capture_name(self.coll.host, command)
@@ -162,6 +172,7 @@ class _Host:
         devices = sorted({p.device for p in snap.ports})
         guids = {d: g for d in devices
                  if (g := snap.node_guids.get(d) or ibstat_guids.get(d)) is not None}
+        self.guids = guids
         samples = to_counter_samples(SysfsSnapshot(guids, snap.ports), host=self.coll.host)
         rows = [(s.guid, s.port, name, value) for s in samples if s.guid is not None
                 for name, value in sorted(s.counters.items())]
@@ -186,7 +197,7 @@ class _Host:
         sid = self.store.add_source(SourceMeta("sysfs", self.path("sysfs"), digest,
                                                self.coll.host, self.moment, True, lines, 0,
                                                len(rows)))
-        self.store.add_counters(sid, self.moment, rows)
+        self.store.add_counters(sid, self.moment, CounterTable.from_rows(rows))
 
     def kernel_log(self, kind: str) -> None:
         res = self.coll.results.get(kind)
@@ -241,6 +252,71 @@ class _Host:
         self.store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                     for why, n in issues.items()])
 
+    def optics(self) -> None:
+        """Parse and store the module diagnostics this host gave (mlxlink or ethtool)."""
+        coll = self.coll
+        if OPTICS_LIST in coll.failed:
+            self.partial = True
+            self.notes.append(f"optics: {coll.failed[OPTICS_LIST][1]}")
+            return
+        found: dict[str, list[OpticsReading]] = {}
+        bodies: dict[str, list[str]] = {}
+        known: dict[str, tuple[str, int]] = {}
+        # mlxlink's 127 is why ethtool was run instead: say so beside what ethtool gave.
+        missing = {"mlxlink" for name, res in coll.results.items()
+                   if name.startswith("mlxlink.") and res.exit_code == _NOT_INSTALLED}
+        for name, target in coll.optics.items():
+            tool = target.kind.split("-")[0]
+            res = coll.results.get(name)
+            if res is None:
+                self.partial = True
+                self.notes.append(f"{tool} {target.port_name}: {self._missing(name)[1]}")
+                continue
+            if res.exit_code == _NOT_INSTALLED:
+                missing.add(tool)
+                continue
+            if res.exit_code != 0:
+                # mlxlink without root ("-E- Failed to open device"), a port with no module.
+                self.partial = True
+                self.notes.append(f"{tool} {target.rdma_device}: exit {res.exit_code}: "
+                                  f"{_first_line(res.stderr or res.stdout)}")
+                continue
+            try:
+                readings = parse_optics(target.kind, res.stdout, coll.host, self.moment,
+                                        target.port_name)
+            except ParseError as exc:
+                self.partial = True
+                self.notes.append(str(exc.with_source(f"{coll.host}:{name}")))
+                continue
+            where = self._hca(target.rdma_device)
+            if where is not None:
+                known[target.port_name] = where
+            found.setdefault(target.kind, []).extend(readings)
+            bodies.setdefault(target.kind, []).append(f"{name}\n{res.stdout}")
+        self.notes += [f"{tool}: not installed" for tool in sorted(missing)]
+        total = sum(len(r) for r in found.values())
+        if coll.optics or missing:
+            self.summary.append(f"{total} optics reading(s)")
+        for kind, readings in found.items():
+            body = "\n".join(bodies[kind])
+            digest = hashlib.sha256(body.encode()).hexdigest()
+            if self.store.find_source(digest, self.moment, explicit_at=True) is not None:
+                continue  # a replayed run: stored already
+            placed, why = place(self.pm, readings, known)
+            sid = self.store.add_source(SourceMeta(
+                kind, f"ssh://{coll.host}/{kind}", digest, coll.host, self.moment, True,
+                body.count("\n") + 1, 0, len(readings)))
+            self.store.add_optics(sid, readings, placed)
+            self.store.add_issues(sid, [(reason, n, None, None) for reason, n in why.items()])
+
+    def _hca(self, device: str) -> tuple[str, int] | None:
+        """(node GUID, port 1) of this host's RDMA device: from this read's sysfs, else the
+        fabric graph (its node description names the device)."""
+        if device in self.guids:
+            return self.guids[device], 1
+        r = self.pm.resolve(self.coll.host, f"{device}/1")
+        return (r.guid, r.port) if r.guid is not None and r.port is not None else None
+
     def outcome(self) -> DeviceOutcome:
         if self.status == "ok" and self.partial:
             self.status = "partial"
@@ -267,6 +343,8 @@ def store_hosts(store: Store, settings: Settings, collections: list[HostCollecti
         host.sysfs(host.ibstat())
         if settings.hosts.kernel_log != "none":
             host.kernel_log(settings.hosts.kernel_log)
+        if coll.optics or OPTICS_LIST in coll.results or OPTICS_LIST in coll.failed:
+            host.optics()
         outcomes.append(host.outcome())
     return outcomes
 
@@ -277,7 +355,7 @@ def collect_hosts(store: Store, settings: Settings,
     if not settings.hosts.names:
         return []
     moment = _aware(now or datetime.now(UTC))
-    collections = collect_host_outputs(settings.hosts)
+    collections = collect_host_outputs(settings.hosts, optics=settings.sweep.optics)
     folder = capture_folder(settings, moment)
     for coll in collections:
         for command, result in coll.results.items():

@@ -1,4 +1,5 @@
-"""Switch-side collection in a sweep: SNMP polls and Onyx CLI reads of every configured switch.
+"""Switch-side collection in a sweep: SNMP polls and Onyx CLI reads of every configured switch
+(with `[sweep] optics`, each module's diagnostics too, stored as optics readings).
 
 One dead switch never stops the others: every device gets a status row (ok, timeout,
 auth_failed, parse_failed, ...). SNMP polls become port events by comparison with the previous
@@ -8,15 +9,17 @@ poll of the same switch (a status change, or ifLastChange moving = a flap betwee
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from auditor.analyse.snmp_changes import flaps_between
-from auditor.collect.onyx import SwitchSsh, collect_switches
+from auditor.collect.onyx import SwitchCollection, SwitchSsh, collect_switches
 from auditor.collect.snmp import SnmpTarget, poll
 from auditor.config import Settings, SwitchSettings
-from auditor.models import PortEvent, SnmpPort, SnmpResult
+from auditor.errors import ParseError
+from auditor.ingest.optics import parse_optics, place
+from auditor.models import OpticsReading, PortEvent, SnmpPort, SnmpResult
 from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store
 
@@ -33,11 +36,8 @@ class DeviceOutcome:
 
 
 def _target(sw: SwitchSettings) -> SnmpTarget:
-    """The poller's target: the config's [[switches]].snmp table has the same field names."""
-    s = sw.snmp
-    assert s is not None  # noqa: S101 - callers pass only switches with SNMP settings
-    return SnmpTarget(name=sw.name, host=sw.host,
-                      **{f.name: getattr(s, f.name) for f in fields(s)})
+    assert sw.snmp is not None  # noqa: S101 - callers pass only switches with SNMP settings
+    return SnmpTarget(sw.name, sw.host, sw.snmp)
 
 
 def _previous(store: Store, device: str, before: datetime) -> SnmpResult | None:
@@ -113,10 +113,43 @@ def poll_snmp(store: Store, settings: Settings, now: datetime | None = None,
         return store_snmp(store, settings, results, pm)
 
 
+OPTICS_KIND = "onyx-optics"
+
+
+def store_switch_optics(store: Store, res: SwitchCollection, moment: datetime,
+                        pm: PortMap) -> str:
+    """Parse and store one switch's diagnostics reads, in the caller's transaction; returns
+    what to add to its status detail. A port whose answer does not parse is named there and
+    skipped; the others are stored (one source per switch and sweep)."""
+    readings: list[OpticsReading] = []
+    notes: list[str] = [res.optics_note] if res.optics_note else []
+    for port, text in res.diagnostics:
+        try:
+            readings += parse_optics(OPTICS_KIND, text, res.name, moment, port)
+        except ParseError as exc:
+            notes.append(f"optics {port}: {exc.reason}")
+    summary = [f"{len(readings)} optics reading(s)"] if res.diagnostics else []
+    if readings:
+        # One digest over every port's answer: a replayed sweep stores nothing twice.
+        body = "\n".join(f"{port}\n{text}" for port, text in res.diagnostics)
+        digest = hashlib.sha256(body.encode()).hexdigest()
+        if store.find_source(digest, moment, explicit_at=True) is None:
+            placed, why = place(pm, readings)
+            sid = store.add_source(SourceMeta(OPTICS_KIND, f"ssh://{res.name}/optics", digest,
+                                              res.name, moment, True, body.count("\n") + 1,
+                                              0, len(readings)))
+            store.add_optics(sid, readings, placed)
+            store.add_issues(sid, [(reason, n, None, None) for reason, n in why.items()])
+    if len(notes) > 3:  # a firmware without the command fails every port the same way
+        notes = [*notes[:3], f"... {len(notes) - 3} more"]
+    return "; ".join(summary + notes)
+
+
 def collect_cli(
     store: Store, settings: Settings, now: datetime | None = None
 ) -> list[DeviceOutcome]:
-    """Read interface status and transceivers (vendor, PN, S/N, length) over SSH."""
+    """Read interface status and transceivers (vendor, PN, S/N, length) over SSH, and with
+    `[sweep] optics` each module's diagnostics."""
     switches = [s for s in settings.switches if s.ssh is not None]
     if not switches:
         return []
@@ -125,15 +158,19 @@ def collect_cli(
         assert s.ssh is not None  # noqa: S101 - filtered above
         targets.append(SwitchSsh(name=s.name, host=s.host, port=s.ssh.port, user=s.ssh.user,
                                  password=s.ssh.password, key_file=s.ssh.key_file,
-                                 known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s))
+                                 known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s,
+                                 optics=settings.sweep.optics))
     moment = now or datetime.now(UTC)
     results = collect_switches(targets)
     pm = _fabric_map(store, settings, moment)
     outcomes = []
     with store.transaction():
         for res in results:
-            store.add_device_status(moment, res.name, "ssh", res.status, res.detail)
-            outcomes.append(DeviceOutcome(res.name, "ssh", res.status, res.detail))
+            optics = store_switch_optics(store, res, moment, pm) \
+                if res.diagnostics or res.optics_note else ""
+            detail = "; ".join(d for d in (res.detail, optics) if d)
+            store.add_device_status(moment, res.name, "ssh", res.status, detail)
+            outcomes.append(DeviceOutcome(res.name, "ssh", res.status, detail))
             rows: list[dict[str, Any]] = []
             for t in res.transceivers:
                 r = pm.resolve(res.name, t.port)

@@ -10,18 +10,24 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
-from auditor.models import Job, clip
-from auditor.parse.hostlist import expand_hostlist
+from auditor.models import Job, JobTable, clip
+from auditor.parse.hostlist import expand_hostlist, joined_hostlist
 
 
 @dataclass(slots=True)
 class JobsResult:
-    """What a job file gave: the jobs, how many step lines were folded into their allocation,
-    and the lines that could not be read as (line_no, line, reason)."""
+    """What a job file gave: the jobs (as columns, in line order), how many step lines were
+    folded into their allocation, and the lines that could not be read as (line_no, line,
+    reason)."""
 
-    jobs: list[Job] = field(default_factory=list)
+    table: JobTable = field(default_factory=JobTable)
     skipped_steps: int = 0
     unparsed: list[tuple[int, str, str]] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs as records (built on each call; `table.append` adds one)."""
+        return self.table.rows()
 
 
 # Slurm prints ISO-8601 without a zone by default; SLURM_TIME_FORMAT may add one (`%FT%T%z`).
@@ -84,16 +90,30 @@ def parse_nodelist(text: str) -> tuple[str, ...]:
     return tuple(expand_hostlist(text))
 
 
+def parse_nodelist_joined(text: str) -> tuple[str, int]:
+    """`parse_nodelist` as `JobTable.nodes_joined` holds it, and how many names that is."""
+    text = text.strip()
+    if text in _NO_NODES:
+        return "", 0
+    return joined_hostlist(text)
+
+
+def parse_node_count(count_text: str, column: str) -> str | None:
+    """A node count as printed (stripped); None when the field is empty."""
+    count_text = count_text.strip()
+    if not count_text:
+        return None
+    if not _COUNT_RE.fullmatch(count_text):
+        raise ValueError(f"{column} {count_text!r} is not a node count")
+    return count_text
+
+
 def check_node_count(nodes: tuple[str, ...], count_text: str, column: str) -> None:
     """Cross-check a node count against the expanded list (skipped when there are no nodes:
     a pending job reports the node count it asked for)."""
-    count_text = count_text.strip()
-    if not count_text:
-        return
-    if not _COUNT_RE.fullmatch(count_text):
-        raise ValueError(f"{column} {count_text!r} is not a node count")
-    if nodes and int(count_text) != len(nodes):
-        raise ValueError(f"{column} {count_text} but NodeList names {len(nodes)} nodes")
+    count = parse_node_count(count_text, column)
+    if count is not None and nodes and int(count) != len(nodes):
+        raise ValueError(f"{column} {count} but NodeList names {len(nodes)} nodes")
 
 
 def gpus_from_tres(text: str) -> int | None:

@@ -1,6 +1,7 @@
 """What the log parsers share (syslog, opensm, UFM events.log, job logs): the result types, the
-fields a message recogniser returns, years for stamps printed without one (RFC 3164, glog), and
-the line driver (terminators, blank and half-written lines, errors, the year reference)."""
+unstamped event a message recogniser returns, years for stamps printed without one (RFC 3164,
+glog), and the line driver (terminators, blank and half-written lines, errors, the year
+reference)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import NamedTuple
 
 from auditor.models import PortEvent
 
@@ -28,36 +28,21 @@ HALF_WRITTEN = "half-written last line (no line terminator)"
 LINE_ERRORS = (ValueError, IndexError, OverflowError, KeyError)
 
 
-class EventFields(NamedTuple):
-    """What a recogniser reads from one message; the driver adds time, line and message."""
-
-    state: str
-    device: str | None = None
-    port_name: str | None = None
-    guid: str | None = None
-    port: int | None = None
-    peer_device: str | None = None
-    peer_port_name: str | None = None
-    peer_guid: str | None = None
-    peer_port: int | None = None
-    cable_serial: str | None = None
-    code: str | None = None
+# The time of an event a recogniser has read but the driver has not yet placed: recognisers
+# return a PortEvent with this time, and the driver sets its time, line number and message (and
+# the envelope's host as `device` when the message named none) before it leaves the parser.
+UNSTAMPED = datetime.min.replace(tzinfo=UTC)
 
 
-_tuple_new = tuple.__new__
+def port_event(state: str, port_name: str, code: str | None = None) -> PortEvent:
+    """A recognised event that names only a port: positional, as the hot path wants."""
+    return PortEvent(UNSTAMPED, state, None, port_name, None, None, None, None, None, None, None,
+                     code)
 
 
-def port_fields(state: str, port_name: str, code: str | None = None) -> EventFields:
-    """`EventFields(state, port_name=..., code=...)` minus NamedTuple's keyword `__new__`,
-    which costs as much as the rest of a recogniser on the hot path."""
-    return _tuple_new(
-        EventFields, (state, None, port_name, None, None, None, None, None, None, None, code)
-    )
-
-
-# A recogniser returns fields for an event, a reason string for a line it claims but cannot
+# A recogniser returns an unstamped event, a reason string for a line it claims but cannot
 # read (-> unparsed), or None (not its line, or a known non-event -> ignored).
-Recognised = EventFields | str | None
+Recognised = PortEvent | str | None
 
 
 @dataclass(slots=True)
@@ -145,8 +130,8 @@ DAY_FIELD = {**{f"{i:2d}": i for i in range(1, 32)}, **{f"{i:02d}": i for i in r
 # ---------------------------------------------------------------------------------------------
 # Driver
 
-# line_no, line, when (aware UTC, or an index into LogRun.yearless), fields, host, message
-_Pending = tuple[int, str, datetime | int, EventFields, str | None, str]
+# line_no, line, when (aware UTC, or an index into LogRun.yearless), event, host, message
+_Pending = tuple[int, str, datetime | int, PortEvent, str | None, str]
 
 
 @dataclass(slots=True)
@@ -173,23 +158,23 @@ class LogRun:
         return at
 
     def add(
-        self, line_no: int, line: str, when: datetime | Stamp | None, fields: Recognised,
+        self, line_no: int, line: str, when: datetime | Stamp | None, event: Recognised,
         host: str | None, msg: str,
     ) -> None:
-        if fields is None:
+        if event is None:
             self.result.ignored += 1
             if isinstance(when, tuple):  # keeps a Dec -> Jan step visible to infer_years
                 self.yearless.append(when)
-        elif isinstance(fields, str):
-            self.result.unparsed.append((line_no, line, fields))
+        elif isinstance(event, str):
+            self.result.unparsed.append((line_no, line, event))
         elif when is None:
-            reason = f"undated port event ({fields.state}): no absolute timestamp"
+            reason = f"undated port event ({event.state}): no absolute timestamp"
             self.result.unparsed.append((line_no, line, reason))
         elif isinstance(when, tuple):
-            self.pending.append((line_no, line, len(self.yearless), fields, host, msg))
+            self.pending.append((line_no, line, len(self.yearless), event, host, msg))
             self.yearless.append(when)
         else:
-            self.pending.append((line_no, line, self.dated(when), fields, host, msg))
+            self.pending.append((line_no, line, self.dated(when), event, host, msg))
 
     def finish(
         self, year: int | None, reference: datetime | None, last_no: int | None
@@ -205,19 +190,18 @@ class LogRun:
         result = self.result
         unparsed, events = result.unparsed, result.events
         append = events.append
-        for line_no, line, when, f, host, msg in self.pending:
+        for line_no, line, when, event, host, msg in self.pending:
             at = when if isinstance(when, datetime) else resolved[when]
             if at is None:
                 reason = "year unknown (pass year= or reference=)" if no_year else "impossible date"
                 unparsed.append((line_no, line, reason))
                 continue
-            append(
-                PortEvent(
-                    at, f.state, f.device if f.device is not None else host, f.port_name,
-                    f.guid, f.port, f.peer_device, f.peer_port_name, f.peer_guid, f.peer_port,
-                    f.cable_serial, f.code, line_no, msg,
-                )
-            )
+            event.at = at
+            event.line_no = line_no
+            event.message = msg
+            if event.device is None:
+                event.device = host
+            append(event)
         if unparsed:
             unparsed.sort(key=lambda u: u[0])
             u_no, u_line, u_reason = unparsed[-1]

@@ -139,7 +139,7 @@ def parse_jobcomp(text: str, *, tz: tzinfo = UTC) -> JobsResult:
             result.unparsed.append((line_no, line, "not a jobcomp line (JobId=...)"))
             continue
         try:
-            result.jobs.append(_jobcomp_job(_fields(line), line_no, tz))
+            result.table.append(_jobcomp_job(_fields(line), line_no, tz))
         except ValueError as exc:
             result.unparsed.append((line_no, line, str(exc)))
     return result
@@ -236,7 +236,7 @@ def parse_jobs_jsonl(text: str, *, tz: tzinfo = UTC) -> JobsResult:
             result.unparsed.append((line_no, line, "not JSON (too large or too deeply nested)"))
             continue
         try:
-            result.jobs.append(_json_job(obj, line_no, tz))
+            result.table.append(_json_job(obj, line_no, tz))
         except ValueError as exc:
             result.unparsed.append((line_no, line, str(exc)))
     return result

@@ -28,12 +28,13 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 
+from auditor.models import PortEvent
 from auditor.parse._common import norm_guid
 from auditor.parse._logline import (
     DAY_FIELD,
     MONTHS,
     TWO_DIGITS,
-    EventFields,
+    UNSTAMPED,
     LogRun,
     Recognised,
     Stamp,
@@ -102,7 +103,8 @@ def recognise_opensm_message(msg: str) -> Recognised:
         if state is None:
             return None
         desc = m.group("desc")
-        return EventFields(
+        return PortEvent(
+            UNSTAMPED,
             state,
             device=desc.strip() if desc else None,
             port_name=m.group("label"),
@@ -115,7 +117,7 @@ def recognise_opensm_message(msg: str) -> Recognised:
             return None
         lid = t.group("lid")
         lid_n = int(lid, 16) if lid.startswith("0x") else int(lid)
-        return EventFields("trap128", device=f"lid:{lid_n}", code="128")
+        return PortEvent(UNSTAMPED, "trap128", device=f"lid:{lid_n}", code="128")
     return None
 
 

@@ -1,7 +1,8 @@
 """Parse the host's /sys/class/infiniband dump: port state, rate and error counters per HCA port.
 
-The collector reads everything with ONE read-only command, `SYSFS_COMMAND`, whose stdout is
-`grep -H` output: `<path>:<first line of the file>` per file, e.g.
+The collector reads everything with ONE read-only command (`SYSFS_COMMAND` in
+auditor/collect/hostcmd.py), whose stdout is `grep -H` output: `<path>:<first line of the file>`
+per file, e.g.
 
     /sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE
     /sys/class/infiniband/mlx5_0/ports/1/phys_state:5: LinkUp
@@ -40,32 +41,6 @@ from auditor.models import CounterSample
 from auditor.parse._common import SPEEDS, split_lines
 
 _KIND = "sysfs"
-
-_ROOT = "/sys/class/infiniband"
-_PORT_FILES = (
-    "state",
-    "phys_state",
-    "rate",
-    "counters/link_downed",
-    "counters/symbol_error",
-    "counters/link_error_recovery",
-    "counters/port_rcv_errors",
-    "counters/local_link_integrity_errors",
-)
-
-# The globs need a shell; `sh -c` with a constant string is the only shell-free-of-input way to
-# expand them (grep -r cannot: the device entries are symlinks, and grep -R would follow sysfs's
-# symlink cycles through device/ and subsystem/). Nothing is interpolated into the string, so
-# the read-only allowlist can match the argv exactly. grep exits 0 when it printed any line and
-# 2 when some file was missing or unreadable (no IB device, a VF whose PMA counters fail); the
-# lines it did print are still valid, so rc 2 with stdout is a partial read, not a failure.
-SYSFS_COMMAND: list[str] = [
-    "sh",
-    "-c",
-    "grep -H . "
-    + " ".join(f"{_ROOT}/*/ports/*/{name}" for name in _PORT_FILES)
-    + f" {_ROOT}/*/node_guid",
-]
 
 # The PortCounters attributes drivers/infiniband/core/sysfs.c exposes (pma_attrs and the
 # extended set), named as perfquery and ibqueryerrors name them so samples compare.

@@ -82,12 +82,12 @@ from auditor.parse._logline import (
     MONTHS,
     NO_ENVELOPE,
     TWO_DIGITS,
-    EventFields,
+    UNSTAMPED,
     LogRun,
     Recognised,
     Stamp,
     SyslogResult,
-    port_fields,
+    port_event,
     run_lines,
 )
 
@@ -193,14 +193,14 @@ def _changed_state(msg: str, sd_port: str | None) -> Recognised:
     state = normalise_state(word)
     if state is None:
         return f"unknown port state {word!r}"
-    return port_fields(state, port)
+    return port_event(state, port)
 
 
 def _netdev_link(msg: str) -> Recognised:
     m = _NETDEV_LINK_RE.search(msg)
     if m is None:
         return None
-    return port_fields(m.group("state").lower(), m.group("dev"))
+    return port_event(m.group("state").lower(), m.group("dev"))
 
 
 def _ipoib_event(msg: str) -> Recognised:
@@ -211,7 +211,7 @@ def _ipoib_event(msg: str) -> Recognised:
     state = _IPOIB_STATES.get(num)
     if state is None:  # PKEY_CHANGE, LID_CHANGE, SM_CHANGE, ...: no link change
         return None
-    return port_fields(state, f"{m.group('hca')}/{m.group('port')}", num)
+    return port_event(state, f"{m.group('hca')}/{m.group('port')}", num)
 
 
 def _module_event(msg: str) -> Recognised:
@@ -225,7 +225,7 @@ def _module_event(msg: str) -> Recognised:
     state = _MODULE_STATES.get(what)
     if state is None:
         return None
-    return port_fields(state, f"module{mod}")
+    return port_event(state, f"module{mod}")
 
 
 def recognise_message(msg: str, sd_port: str | None = None) -> Recognised:
@@ -438,8 +438,9 @@ def _time_text(text: str) -> datetime | Stamp | None:
 
 def _site(
     patterns: Sequence[re.Pattern[str]], text: str
-) -> tuple[EventFields, datetime | Stamp | None, bool] | None:
-    """First matching site pattern -> (fields, time of the `time` group, had a time group)."""
+) -> tuple[PortEvent, datetime | Stamp | None, bool] | None:
+    """First matching site pattern -> (unstamped event, time of the `time` group, had a time
+    group)."""
     for pat in patterns:
         m = pat.search(text)
         if m is None:
@@ -447,7 +448,8 @@ def _site(
         g = m.groupdict()
         raw = g.get("state") or ""
         state = normalise_state(raw) or "_".join(raw.lower().split()) or "unknown"
-        fields = EventFields(
+        event = PortEvent(
+            UNSTAMPED,
             state,
             device=g.get("host"),
             port_name=g.get("port"),
@@ -456,7 +458,7 @@ def _site(
             cable_serial=g.get("serial"),
         )
         t = g.get("time")
-        return fields, (_time_text(t) if t else None), bool(t)
+        return event, (_time_text(t) if t else None), bool(t)
     return None
 
 
@@ -526,23 +528,23 @@ def _one(run: LogRun, line_no: int, line: str) -> None:
         if site is not None and site[2]:
             env = "unreadable time in site pattern"
         undated = site[0] if site is not None else _recognise(line, None)
-        if isinstance(undated, EventFields):
+        if isinstance(undated, PortEvent):
             env = f"undated port event ({undated.state}): {env}"
         run.result.unparsed.append((line_no, line, env))
         return
 
     env_when, host, msg, sd_port, kind = env
     when = run.dated(env_when) if isinstance(env_when, datetime) else env_when
-    fields: Recognised
+    event: Recognised
     if kind == _K_UFM:
-        fields, when = _ufm(msg, env_when)
+        event, when = _ufm(msg, env_when)
         msg = msg.partition("]: ")[2] or msg
     elif kind == _K_OPENSM:
-        fields = opensm.recognise_opensm_message(msg)
+        event = opensm.recognise_opensm_message(msg)
     else:
         site = _site(extra, msg) if extra else None
         if site is not None:
-            fields = site[0]
+            event = site[0]
             if site[2]:
                 if site[1] is None:
                     run.result.unparsed.append((line_no, line, "unreadable time in site pattern"))
@@ -551,10 +553,10 @@ def _one(run: LogRun, line_no: int, line: str) -> None:
         else:
             fwd = _UFM_FWD_RE.match(msg) if msg.find(" - ", 0, 48) >= 0 else None
             if fwd is not None:
-                fields, when = _ufm(fwd.group(1), env_when)
+                event, when = _ufm(fwd.group(1), env_when)
             else:
-                fields = _recognise(msg, sd_port)
-    run.add(line_no, line, when, fields, host, msg)
+                event = _recognise(msg, sd_port)
+    run.add(line_no, line, when, event, host, msg)
 
 
 def _ufm(
@@ -564,7 +566,7 @@ def _ufm(
     parsed = ufm_events.parse_ufm_line(native)
     if parsed is None or isinstance(parsed, str):
         return parsed, envelope_when
-    ufm_when, fields, _ = parsed
+    ufm_when, event, _ = parsed
     if isinstance(envelope_when, datetime) and envelope_when.tzinfo is not None:
-        return fields, envelope_when
-    return fields, ufm_when
+        return event, envelope_when
+    return event, ufm_when

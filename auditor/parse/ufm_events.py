@@ -35,9 +35,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
+from auditor.models import PortEvent
 from auditor.parse._common import norm_guid
 from auditor.parse._logline import (
-    EventFields,
+    UNSTAMPED,
     LogRun,
     Recognised,
     SyslogResult,
@@ -134,12 +135,13 @@ def _end(text: str) -> _End | None:
     return _End(device, port_name, norm_guid(m.group("g")), int(m.group("p")))
 
 
-def _link_text(text: str, state: str | None, code: str | None) -> EventFields | None:
+def _link_text(text: str, state: str | None, code: str | None) -> PortEvent | None:
     f = _LINK_FAST_RE.search(text)
     if f is not None:
         a_dev, a_name = _describe(f.group(2), f.group(3), f.group(5))
         b_dev, b_name = _describe(f.group(6), f.group(7), f.group(9))
-        return EventFields(
+        return PortEvent(
+            UNSTAMPED,
             state or _LINK_VERBS[f.group(1)],
             a_dev, a_name, norm_guid(f.group(4)), int(f.group(5)),
             b_dev, b_name, norm_guid(f.group(8)), int(f.group(9)),
@@ -152,7 +154,8 @@ def _link_text(text: str, state: str | None, code: str | None) -> EventFields | 
     a, b = _end(m.group("a")), _end(m.group("b"))
     if a is None or b is None:
         return None
-    return EventFields(
+    return PortEvent(
+        UNSTAMPED,
         state or _LINK_VERBS[m.group("verb")],
         a.device, a.port_name, a.guid, a.port,
         b.device, b.port_name, b.guid, b.port,
@@ -188,11 +191,12 @@ def _object(obj_type: str, obj: str, dev_id: str | None) -> _End:
     return _End(obj.strip() or None, None, guid, port)
 
 
-def _link_object(obj: str, state: str, code: str) -> EventFields | None:
+def _link_object(obj: str, state: str, code: str) -> PortEvent | None:
     ml = _OBJ_LINK_RE.search(obj)
     if ml is None:
         return None
-    return EventFields(
+    return PortEvent(
+        UNSTAMPED,
         state,
         guid=norm_guid(ml.group("g")),
         port=int(ml.group("p")),
@@ -202,8 +206,9 @@ def _link_object(obj: str, state: str, code: str) -> EventFields | None:
     )
 
 
-def parse_ufm_line(line: str) -> tuple[datetime, EventFields, str] | str | None:
-    """One native events.log line -> (naive local time, fields, text), a reason, or None.
+def parse_ufm_line(line: str) -> tuple[datetime, PortEvent, str] | str | None:
+    """One native events.log line -> (naive local time, unstamped event, text), a reason, or
+    None.
 
     None: a well-formed line of an event id that is not a port event.
     """
@@ -219,12 +224,12 @@ def parse_ufm_line(line: str) -> tuple[datetime, EventFields, str] | str | None:
     except ValueError:
         return "impossible date"
     obj_type, obj, text = m.group(3), m.group(4), m.group(6)
-    fields: EventFields | None
+    event: PortEvent | None
     if code in ("328", "329"):
-        fields = _link_text(text, state, code) or _link_object(obj, state, code)
-        if fields is None:
+        event = _link_text(text, state, code) or _link_object(obj, state, code)
+        if event is None:
             return f"unreadable UFM link event {code}"
-        return when, fields, text
+        return when, event, text
     o = _object(obj_type, obj, m.group(5))
     peer = _NO_END
     if code == "702":
@@ -241,11 +246,11 @@ def parse_ufm_line(line: str) -> tuple[datetime, EventFields, str] | str | None:
         mp = _OBJ_PORT_RE.fullmatch(text.rstrip(" ."))
         if mp is not None:
             peer = _End(mp.group("name"), mp.group("label"), None, None)
-    fields = EventFields(
-        state, o.device, o.port_name, o.guid, o.port,
+    event = PortEvent(
+        UNSTAMPED, state, o.device, o.port_name, o.guid, o.port,
         peer.device, peer.port_name, None, None, None, code,
     )
-    return when, fields, text
+    return when, event, text
 
 
 def _one(run: LogRun, line_no: int, line: str) -> None:
@@ -260,9 +265,9 @@ def _one(run: LogRun, line_no: int, line: str) -> None:
     if parsed is None or isinstance(parsed, str):
         run.add(line_no, line, None, parsed, None, native)
         return
-    when, fields, text = parsed
+    when, event, text = parsed
     # A 329 whose text is empty still names its ends in the object: keep the line as message.
-    run.add(line_no, line, when, fields, None, text.strip() or native.strip())
+    run.add(line_no, line, when, event, None, text.strip() or native.strip())
 
 
 def parse_ufm_events(lines: Iterable[tuple[int, str]], *, tz: tzinfo = UTC) -> SyslogResult:

@@ -92,6 +92,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
             "hosts_ok": cov.hosts_ok, "hosts_total": cov.hosts_total,
             "failed_devices": [{"device": d.device, "collector": d.collector,
                                 "status": d.status, "detail": d.detail} for d in cov.failed],
+            "blind_spots": list(cov.blind_spots),
         },
         "summary": {
             "switches": sum(n.node_type == NodeType.SWITCH for n in ev.fabric.nodes.values()),

@@ -4,32 +4,21 @@
 `auditor/report/build.py` builds.
 The file has no external assets (no CDN, fonts or remote images) because it is mailed, attached
 to tickets and opened on air-gapped jump hosts; CSS is inline and every plot is an inline SVG
-drawn by matplotlib with text as glyph paths, so it looks the same without any installed font.
+written by `auditor/report/svg.py`, its text in the viewer's sans-serif (no font is shipped;
+that module's docstring says why it is not matplotlib with glyph outlines any more: 1.2 s of
+CPU a report).
 It prints on A4 landscape: a technician takes the replacement table to the data hall.
-
-Plots use `matplotlib.figure.Figure` with the SVG canvas directly, never pyplot: pyplot keeps
-global figure state and `matplotlib.use()` would change the backend of the whole process.
 """
 
 from __future__ import annotations
 
-import html
-import io
 import itertools
-import re
-from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, overload
 
 import jinja2
-import matplotlib as mpl
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
-from auditor.report import schema
+from auditor.report import schema, svg
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
 DEFAULT_TOP_N = 10
@@ -53,7 +42,6 @@ VERDICTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
 STATUSES = {
     "verified": "verified",
     "watching": "watching",
-    "continued_same_port": "continued on same port",
     "followed_part": "followed the part",
     "escalated": "escalated",
 }
@@ -151,7 +139,9 @@ def _coverage(c: schema.Coverage) -> dict[str, Any]:
               for d in c["failed_devices"]]
     line = f"Audited {', '.join(parts)}" if parts else "Coverage unknown"
     complete = bool(parts) and not failed and all(ok == total for _, ok, total in counts)
-    return {"line": line, "failed": failed, "complete": complete}
+    blind = [_str(n) for n in c["blind_spots"]]
+    return {"line": line, "failed": failed, "complete": complete and not blind,
+            "blind_spots": blind}
 
 
 def _summary(s: schema.Summary) -> list[dict[str, str]]:
@@ -257,74 +247,60 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
 
 
 # --- plots ---------------------------------------------------------------------------------
+#
+# Each plot keeps the size of the matplotlib figure it replaces (the plot area of a 7 x 1.7 in
+# timeline, a <= 9 x 2.7 in neighbourhood, a 12 in wide heatmap): the page's grid and its print
+# rules (max-height per plot) were tuned to them. Sizes in points; y runs downwards.
 
-_SVG_OPEN = re.compile(r"<svg\b[^>]*>")
-_ID = re.compile(r'\bid="([^"]+)"')
-_REF = re.compile(r'(href="#|url\(#)([^")]+)')
-_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
-
-
-def _svg(fig: Figure, uid: str, label: str) -> str:
-    """The figure as an inline <svg> element that scales to its container."""
-    buf = io.StringIO()
-    FigureCanvasSVG(fig)  # attaches itself to the figure: savefig then needs no pyplot
-    fig.savefig(buf, format="svg", bbox_inches="tight", pad_inches=0.05)
-    text = buf.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: invalid in HTML
-    text = _METADATA.sub("", text)  # creator URL and RDF: noise for a reader of the page
-    # Every SVG's ids (glyphs, clip paths, markers) share the one HTML document: give each
-    # plot its own prefix so no plot picks up another's clip path or glyph.
-    text = _ID.sub(lambda m: f'id="{uid}-{m[1]}"', text)
-    text = _REF.sub(lambda m: f"{m[1]}{uid}-{m[2]}", text)
-    opening = _SVG_OPEN.search(text)
-    if opening is None:
-        raise ValueError("matplotlib wrote no <svg> element")
-    natural = re.search(r'\swidth="([0-9.]+)pt"', opening[0])
-    tag = re.sub(r'\s(width|height)="[^"]*"', "", opening[0])
-    # Fill the container, but never more than 1.2x the drawn size: past that the labels of a
-    # small graph become headline-sized. The height follows the viewBox.
-    cap = f' style="max-width: {float(natural[1]) * 1.2:.0f}pt"' if natural else ""
-    tag = tag.replace(
-        "<svg", f'<svg width="100%"{cap} class="plot" role="img" '
-        f'aria-label="{html.escape(label)}"', 1)
-    return text[:opening.start()] + tag + text[opening.end():]
-
-
-def _style() -> AbstractContextManager[None]:
-    return mpl.rc_context({
-        "svg.fonttype": "path",  # glyphs as paths: no font needed where the file is opened
-        "svg.hashsalt": "fabric-auditor",  # stable ids: the same report renders the same bytes
-        "text.parse_math": False,  # a '$' in a switch name must not start mathtext
-        "font.size": 8,
-        "axes.titlesize": 9,
-    })
-
+_TICK = 3.5  # tick mark length and the gap between a mark and its label
+_TICK_PAD = 2 * _TICK
+_DASHED = "3.7 1.6"  # matplotlib's "--" at 1 pt, which the page used before
+_GRID = "#e0e0e0"
+_INK = "#202124"
+_MUTED = "#5f6368"
 
 _TICK_STEPS_H = (0.25, 0.5, 1, 2, 3, 6, 12, 24, 48, 168)
 
 
-def _time_axis(ax: Axes, since: datetime, until: datetime) -> None:
-    """x is hours since the window start; ticks on round UTC times, the date under the first
-    tick of each day. (Our own ticks: matplotlib.dates has no type hints for mypy --strict.)"""
+def _time_axis(since: datetime, until: datetime) -> tuple[float, list[tuple[float, list[str]]]]:
+    """The window's length in hours and its ticks: (hours since the window start, label lines)
+    on round UTC times, the date under the first tick of each day."""
     span = (until - since).total_seconds() / 3600
     step = next((s for s in _TICK_STEPS_H if span / s <= 8), _TICK_STEPS_H[-1])
     midnight = since.replace(hour=0, minute=0, second=0, microsecond=0)
     offset = (since - midnight).total_seconds() / 3600
     first = -(-offset // step) * step - offset  # the first multiple of step after midnight
-    ticks, labels, last_day = [], [], None
+    ticks: list[tuple[float, list[str]]] = []
+    last_day = None
     at = first
     while at <= span + 1e-9:
         when = since + timedelta(hours=at)
         day = when.strftime("%d %b")
         if step >= 24:
-            labels.append(day)
+            ticks.append((at, [day]))
         else:
-            labels.append(when.strftime("%H:%M") + (f"\n{day}" if day != last_day else ""))
+            ticks.append((at, [when.strftime("%H:%M"), *([day] if day != last_day else [])]))
         last_day = day
-        ticks.append(at)
         at += step
-    ax.set_xticks(ticks, labels)
-    ax.set_xlim(0, span)
+    return span, ticks
+
+
+def _frame(c: svg.Canvas, x: float, y: float, w: float, h: float) -> None:
+    c.rect(x, y, w, h, fill="none", stroke="#000000", stroke_width=0.8)
+
+
+def _legend(c: svg.Canvas, y: float, entries: list[tuple[str, str, str]]) -> None:
+    """One row of legend entries (kind "bar" or "dashed", colour, text) with its baseline at y."""
+    size, x = 7.0, 3.0
+    for kind, colour, text in entries:
+        if kind == "bar":
+            c.rect(x, y - 5.2, 14.0, 4.9, fill=colour)
+        else:
+            c.line(x, y - 2.75, x + 14.0, y - 2.75, stroke=colour, stroke_width=1.0,
+                   stroke_dasharray=_DASHED)
+        x += 14.0 + 0.8 * size
+        c.text(x, y, text, size=size)
+        x += svg.text_width(text, size) + 2.0 * size
 
 
 def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, uid: str,
@@ -339,52 +315,65 @@ def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, u
                   if (at := _when(job["died_at"])) and since <= at <= until)
     if not flaps and not jobs:
         return None
-    with _style():
-        fig = Figure(figsize=(7.0, 1.7))
-        ax = fig.add_subplot()
-        # A 3 s flap is under a pixel on a 24 h axis: give every bar a visible minimum width.
-        def hours(at: datetime) -> float:
-            return (at - since).total_seconds() / 3600
+    span, ticks = _time_axis(since, until)
+    width, height = 390.6, 94.25
+    c = svg.Canvas(uid)
+    area = c.clip("area", 0.0, 0.0, width, height)
 
-        min_width = hours(until) * 0.004
-        for still_down in (False, True):
-            bars = [(hours(a), max(hours(b) - hours(a), min_width))
-                    for a, b, s in flaps if s == still_down]
-            if bars:
-                ax.broken_barh(bars, (0.7, 0.6), facecolors=_STILL_DOWN if still_down else _FLAP,
-                               edgecolors="none")
-        for at, _ in jobs:
-            ax.axvline(hours(at), color=_JOB, linestyle="--", linewidth=1)
-        # Jobs of one incident die within minutes of each other: one label per cluster, on
-        # three heights, so the ids stay readable.
-        clusters: list[list[tuple[float, str]]] = []
-        for at, job_id in jobs:
-            x = hours(at)
-            if clusters and x - clusters[-1][-1][0] < hours(until) * 0.04:
-                clusters[-1].append((x, job_id))
-            else:
-                clusters.append([(x, job_id)])
-        for i, cluster in enumerate(clusters[:_MAX_JOB_LABELS]):
-            ids = [job_id for _, job_id in cluster]
-            text = ", ".join(ids[:2]) + (f" +{len(ids) - 2}" if len(ids) > 2 else "")
-            right = cluster[0][0] > hours(until) * 0.8  # near the right edge: label leftwards
-            ax.text(cluster[0][0], 1.45 + 0.28 * (i % 3), f"{text} " if right else f" {text}",
-                    color=_JOB, fontsize=7, va="bottom", ha="right" if right else "left",
-                    clip_on=True)
-        if len(clusters) > _MAX_JOB_LABELS:
-            hidden = sum(len(c) for c in clusters[_MAX_JOB_LABELS:])
-            ax.text(1.0, 1.02, f"{hidden} more job ids not labelled",
-                    transform=ax.transAxes, ha="right", fontsize=7, color=_JOB)
-        ax.set_ylim(0.4, 2.4)
-        ax.set_yticks([1.0], ["flaps"])
-        ax.grid(axis="x", color="#e0e0e0", linewidth=0.6)
-        _time_axis(ax, since, until)
-        handles = [Patch(color=_FLAP, label="flap (down → up)"),
-                   Patch(color=_STILL_DOWN, label="still down at window end"),
-                   Line2D([], [], color=_JOB, linestyle="--", label="job failed")]
-        ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
-                  frameon=False, fontsize=7)
-        return _svg(fig, uid, f"Timeline of {name}")
+    def hours(at: datetime) -> float:
+        return (at - since).total_seconds() / 3600
+
+    def x_at(h: float) -> float:
+        return width * h / span
+
+    def y_at(v: float) -> float:  # the flaps' row is y = 1 of a 0.4 .. 2.4 axis
+        return height * (2.4 - v) / 2.0
+
+    c.segments([(x_at(h), 0.0, x_at(h), height) for h, _ in ticks], stroke=_GRID,
+               stroke_width=0.6)
+    # A 3 s flap is under a pixel on a 24 h axis: give every bar a visible minimum width.
+    min_width = span * 0.004
+    for still_down in (False, True):
+        for a, b, s in flaps:
+            if s == still_down:
+                c.rect(x_at(hours(a)), y_at(1.3), x_at(max(hours(b) - hours(a), min_width)),
+                       y_at(0.7) - y_at(1.3), clip=area,
+                       fill=_STILL_DOWN if still_down else _FLAP)
+    for at, _ in jobs:
+        c.line(x_at(hours(at)), 0.0, x_at(hours(at)), height, stroke=_JOB, stroke_width=1.0,
+               stroke_dasharray=_DASHED)
+    # Jobs of one incident die within minutes of each other: one label per cluster, on
+    # three heights, so the ids stay readable.
+    clusters: list[list[tuple[float, str]]] = []
+    for at, job_id in jobs:
+        x = hours(at)
+        if clusters and x - clusters[-1][-1][0] < span * 0.04:
+            clusters[-1].append((x, job_id))
+        else:
+            clusters.append([(x, job_id)])
+    for i, cluster in enumerate(clusters[:_MAX_JOB_LABELS]):
+        ids = [job_id for _, job_id in cluster]
+        text = ", ".join(ids[:2]) + (f" +{len(ids) - 2}" if len(ids) > 2 else "")
+        right = cluster[0][0] > span * 0.8  # near the right edge: label leftwards
+        # 2.2 pt: a space's width off the job's line, as the labels had.
+        c.text(x_at(cluster[0][0]) + (-2.2 if right else 2.2), y_at(1.45 + 0.28 * (i % 3)),
+               text, size=7.0, va="bottom", anchor="end" if right else "start", fill=_JOB,
+               clip=area)
+    if len(clusters) > _MAX_JOB_LABELS:
+        hidden = sum(len(cl) for cl in clusters[_MAX_JOB_LABELS:])
+        c.text(width, -2.0, f"{hidden} more job ids not labelled", size=7.0, anchor="end",
+               fill=_JOB)
+    _frame(c, 0.0, 0.0, width, height)
+    c.segments([(-_TICK, y_at(1.0), 0.0, y_at(1.0))]
+               + [(x_at(h), height, x_at(h), height + _TICK) for h, _ in ticks],
+               stroke="#000000", stroke_width=0.8)
+    c.text(-_TICK_PAD, y_at(1.0), "flaps", size=8.0, anchor="end", va="center")
+    for h, lines in ticks:
+        c.text(x_at(h), height + _TICK_PAD, lines, size=8.0, anchor="middle", va="top")
+    _legend(c, -6.0, [("bar", _FLAP, "flap (down → up)"),
+                      ("bar", _STILL_DOWN, "still down at window end"),
+                      ("dashed", _JOB, "job failed")])
+    return c.svg(f"Timeline of {name}")
 
 
 def _layout(nodes: list[dict[str, Any]], ends: set[str]) -> dict[str, tuple[float, float]]:
@@ -405,8 +394,13 @@ def _layout(nodes: list[dict[str, Any]], ends: set[str]) -> dict[str, tuple[floa
 
 
 def _label_pt(text: str, size: float) -> float:
-    """Rough width of a label in points (DejaVu Sans averages 0.6 em a character)."""
+    """Rough width of a label in points (DejaVu Sans averages 0.6 em a character): what decides
+    how wide a neighbourhood is and which layers' names turn (svg.text_width, finer, only
+    places and boxes them)."""
     return 0.6 * size * len(text)
+
+
+_MARKER = 8.37  # a node's square or circle, in points (the 70 pt² markers of before)
 
 
 def _neighbourhood_svg(hood: schema.Neighbourhood, uid: str,
@@ -434,7 +428,7 @@ def _neighbourhood_svg(hood: schema.Neighbourhood, uid: str,
     xs = [p[0] for p in pos.values()]
     ys = [p[1] for p in pos.values()]
     span = max(xs) - min(xs) + (2.2 if cut else 1.6)
-    # Make the figure as wide as the longest names need (up to a limit), then rotate the names
+    # Make the plot as wide as the longest names need (up to a limit), then rotate the names
     # of the layers that still do not fit between their nodes.
     rows: dict[float, list[tuple[float, str]]] = {}
     for n in kept:
@@ -445,61 +439,81 @@ def _neighbourhood_svg(hood: schema.Neighbourhood, uid: str,
         gaps = [b[0] - a[0] for a, b in itertools.pairwise(layer) if b[0] > a[0]]
         if gaps:
             need[y] = (max(_label_pt(m[1], 7.5) for m in layer) + 6) / min(gaps)
+    # Inches, as the figures had: 77.5 % of that width is the drawing, the rest its margins.
     width = min(9.0, max(2.8, span * max(need.values(), default=0.0) / (72 * 0.775)))
-    per_unit = width * 72 * 0.775 / span  # the axes take 77.5 % of a figure's width
+    per_unit = width * 72 * 0.775 / span
     crowded = {y for y, pts in need.items() if pts > per_unit * 1.02}
-    with _style():
-        fig = Figure(figsize=(width, 2.7))
-        ax = fig.add_subplot()
-        edges = [e for e in edges if e["a"] in pos and e["b"] in pos]
-        for e in sorted(edges, key=lambda e: e["suspect"]):  # the suspect drawn last, on top
-            (xa, ya), (xb, yb) = pos[e["a"]], pos[e["b"]]
-            ax.plot([xa, xb], [ya, yb], color=_SUSPECT if e["suspect"] else _EDGE,
-                    linewidth=3.0 if e["suspect"] else 0.9, zorder=3 if e["suspect"] else 1,
-                    solid_capstyle="round")
-            # Other edges' port labels only while few: on a fan of 8 they run into each other.
-            if e["label"] and (e["suspect"] or len(edges) <= 4):
-                ax.text((xa + xb) / 2, (ya + yb) / 2, e["label"], fontsize=7.5 if e["suspect"]
-                        else 6.5, color=_SUSPECT if e["suspect"] else "#5f6368", ha="center",
-                        va="center", zorder=4,
-                        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white",
-                              "edgecolor": _SUSPECT if e["suspect"] else "none",
-                              "linewidth": 0.8})
-        for kind, marker, colour in (("switch", "s", _SWITCH), ("hca", "o", _HCA)):
-            group = [n for n in kept if n["kind"] == kind]
-            if not group:
-                continue
-            ax.scatter([pos[n["id"]][0] for n in group], [pos[n["id"]][1] for n in group],
-                       marker=marker, s=70, zorder=5, c=colour,
-                       edgecolors=[_SUSPECT if n["id"] in ends else "white" for n in group],
-                       linewidths=[2.0 if n["id"] in ends else 0.8 for n in group])
-        top, bottom = max(ys), min(ys)
-        for n in kept:
-            x, y = pos[n["id"]]
-            tight = y in crowded
-            # Names go where no edge runs: above the top layer, below the bottom one, and to
-            # the right of the nodes in between (their edges leave up and down).
-            if y == bottom and y != top:
-                offset, ha, va, turn = (0.0, -8.0), "right" if tight else "center", "top", 50
-            elif y == top:
-                offset, ha, va, turn = (0.0, 8.0), "left" if tight else "center", "bottom", 50
-            else:
-                offset, ha, va, turn = (8.0, 0.0), "left", "center", 35
-            ax.annotate(n["name"], (x, y), xytext=offset, textcoords="offset points", ha=ha,
-                        va=va, zorder=6, fontsize=6.5 if tight else 7.5,
-                        rotation=turn if tight else 0,
-                        rotation_mode="anchor", fontweight="bold" if n["id"] in ends
-                        else "normal", color=_SUSPECT if n["id"] in ends else "#202124",
-                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white",
-                              "edgecolor": "none", "alpha": 0.8})
-        for tier, more in cut.items():
-            xs = [pos[n["id"]][0] for n in kept if n["tier"] == tier]
-            ax.text(max(xs) + 0.6, float(2 - tier), f"+{more} more", fontsize=7,
-                    color="#5f6368", va="center")
-        ax.set_xlim(min(xs) - 0.8, max(xs) + (1.4 if cut else 0.8))
-        ax.set_ylim(min(ys) - 0.35, max(ys) + 0.35)
-        ax.set_axis_off()
-        return _svg(fig, uid, f"Fabric neighbourhood of {name}"), width > 5.0
+    per_tier = 2.7 * 72 * 0.77 / (max(ys) - min(ys) + 0.7)
+    left, top = min(xs) - 0.8, max(ys) + 0.35
+
+    def at(node: str) -> tuple[float, float]:
+        x, y = pos[node]
+        return (x - left) * per_unit, (top - y) * per_tier
+
+    c = svg.Canvas(uid)
+    edges = sorted((e for e in edges if e["a"] in pos and e["b"] in pos),
+                   key=lambda e: e["suspect"])  # the suspect drawn last, on top
+    for e in edges:
+        (xa, ya), (xb, yb) = at(e["a"]), at(e["b"])
+        c.line(xa, ya, xb, yb, stroke=_SUSPECT if e["suspect"] else _EDGE,
+               stroke_width=3.0 if e["suspect"] else 0.9,
+               stroke_linecap="round" if e["suspect"] else None)
+    for e in edges:
+        # Other edges' port labels only while few: on a fan of 8 they run into each other.
+        if e["label"] and (e["suspect"] or len(edges) <= 4):
+            (xa, ya), (xb, yb) = at(e["a"]), at(e["b"])
+            c.text((xa + xb) / 2, (ya + yb) / 2, e["label"], anchor="middle", va="center",
+                   size=7.5 if e["suspect"] else 6.5, fill=_SUSPECT if e["suspect"] else _MUTED,
+                   box=_SUSPECT if e["suspect"] else "none")
+    for n in kept:
+        x, y = at(n["id"])
+        mine = n["id"] in ends
+        stroke, stroke_width = (_SUSPECT, 2.0) if mine else ("#ffffff", 0.8)
+        if n["kind"] == "hca":
+            c.circle(x, y, _MARKER / 2, fill=_HCA, stroke=stroke, stroke_width=stroke_width)
+        else:
+            c.rect(x - _MARKER / 2, y - _MARKER / 2, _MARKER, _MARKER, fill=_SWITCH,
+                   stroke=stroke, stroke_width=stroke_width)
+    bottom_y, top_y = min(ys), max(ys)
+    for n in kept:
+        x, y = at(n["id"])
+        tier_y = pos[n["id"]][1]
+        tight = tier_y in crowded
+        # Names go where no edge runs: above the top layer, below the bottom one, and to
+        # the right of the nodes in between (their edges leave up and down).
+        where: tuple[float, float, svg.Anchor, svg.VAlign, float]
+        if tier_y == bottom_y and tier_y != top_y:
+            where = (0.0, 8.0, "end" if tight else "middle", "top", 50.0)
+        elif tier_y == top_y:
+            where = (0.0, -8.0, "start" if tight else "middle", "bottom", 50.0)
+        else:
+            where = (8.0, 0.0, "start", "center", 35.0)
+        dx, dy, anchor, va, turn = where
+        mine = n["id"] in ends
+        c.text(x + dx, y + dy, n["name"], size=6.5 if tight else 7.5, anchor=anchor, va=va,
+               rotate=turn if tight else 0.0, bold=mine, fill=_SUSPECT if mine else _INK,
+               halo=True)
+    for tier, more in cut.items():
+        tier_x = max(pos[n["id"]][0] for n in kept if n["tier"] == tier)
+        c.text((tier_x + 0.6 - left) * per_unit, (top - (2 - tier)) * per_tier, f"+{more} more",
+               size=7.0, fill=_MUTED, va="center")
+    return c.svg(f"Fabric neighbourhood of {name}"), width > 5.0
+
+
+# ColorBrewer's YlOrRd, 9 classes (the colours matplotlib's "YlOrRd" runs through): yellow to
+# dark red, readable in greyscale; a count of zero prints as paper.
+_YLORRD = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c",
+           "#bd0026", "#800026")
+
+
+def _ylorrd(fraction: float) -> str:
+    """The colour `fraction` (0..1) of the way along _YLORRD."""
+    at = min(max(fraction, 0.0), 1.0) * (len(_YLORRD) - 1)
+    i = min(int(at), len(_YLORRD) - 2)
+    lo, hi = _YLORRD[i], _YLORRD[i + 1]
+    mix = [round(int(lo[k:k + 2], 16) + (int(hi[k:k + 2], 16) - int(lo[k:k + 2], 16)) * (at - i))
+           for k in (1, 3, 5)]
+    return "#" + "".join(f"{v:02x}" for v in mix)
 
 
 def _heatmap_svg(heatmap: schema.Heatmap, uid: str) -> str | None:
@@ -511,38 +525,68 @@ def _heatmap_svg(heatmap: schema.Heatmap, uid: str) -> str | None:
     rows.sort(key=lambda r: (-sum(r[1]), r[0]))
     hidden = len(rows) - _MAX_HEATMAP_ROWS
     rows = rows[:_MAX_HEATMAP_ROWS]
-    matrix = [counts for _, counts in rows]
-    peak = max(max(c) for c in matrix)
-    with _style():
-        fig = Figure(figsize=(12.0, 1.0 + 0.16 * len(rows)))
-        ax = fig.add_subplot()
-        cmap = mpl.colormaps["YlOrRd"].with_extremes(under="white")  # zero prints as paper
-        # interpolation "none" embeds one pixel per cell, scaled crisply by the browser (CSS
-        # image-rendering: pixelated) instead of a resampled, blurred raster.
-        image = ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=0.5, vmax=max(peak, 2),
-                          interpolation="none")
-        ax.set_yticks(range(len(rows)), [name for name, _ in rows])
-        step = max(1, len(starts) // 8)
-        ticks = list(range(0, len(starts), step))
-        same_day = starts[0].date() == starts[-1].date()
-        ax.set_xticks(ticks, [starts[i].strftime("%H:%M" if same_day else "%m-%d %H:%M")
-                              for i in ticks], rotation=0)
-        ax.set_xlabel("bin start (UTC)" + (f", {starts[0]:%Y-%m-%d}" if same_day else ""))
-        if len(starts) <= 48 and len(rows) <= 30:
-            for y, counts in enumerate(matrix):
-                for x, count in enumerate(counts):
-                    if count:
-                        ax.text(x, y, str(count), ha="center", va="center", fontsize=6,
-                                color="white" if count > 0.6 * peak else "#202124")
-        if len(starts) <= 72:  # cell borders only while cells are wider than the border
-            ax.set_xticks([i - 0.5 for i in range(len(starts) + 1)], minor=True)
-            ax.set_yticks([i - 0.5 for i in range(len(rows) + 1)], minor=True)
-            ax.grid(which="minor", color="#eeeeee", linewidth=0.5)
-            ax.tick_params(which="minor", length=0)
-        ticks = list(range(1, peak + 1, max(1, peak // 5)))  # counts are whole numbers
-        fig.colorbar(image, ax=ax, label="flaps per bin", fraction=0.03, pad=0.01,
-                     ticks=ticks if peak in ticks else [*ticks, peak])
-        if hidden > 0:
-            ax.set_title(f"{hidden} quieter switches not shown", loc="right", fontsize=7)
-        return _svg(fig, uid, "Flaps per switch over the window")
+    peak = max(max(counts) for _, counts in rows)
+    # Counts from 0.5 (so 1 is already coloured) to the peak, at least 2 (a peak of 1 is not
+    # the darkest red).
+    low, high = 0.5, float(max(peak, 2))
+    width = 864 * 0.775 * 0.96  # of a 12 in figure, less the colour bar's share
+    height = 72 * 0.77 * (1.0 + 0.16 * len(rows))
+    cell_w, cell_h = width / len(starts), height / len(rows)
+    c = svg.Canvas(uid)
+    c.rect(0.0, 0.0, width, height, fill="#ffffff")
+    for y, (_, counts) in enumerate(rows):
+        # One rectangle per run of equal counts: the same picture in fewer elements.
+        for count, run in itertools.groupby(enumerate(counts), key=lambda ic: ic[1]):
+            cells = list(run)
+            if count:
+                c.rect(cells[0][0] * cell_w, y * cell_h, len(cells) * cell_w, cell_h,
+                       fill=_ylorrd((count - low) / (high - low)))
+    if len(starts) <= 72:  # cell borders only while cells are wider than the border
+        c.segments([(i * cell_w, 0.0, i * cell_w, height) for i in range(1, len(starts))]
+                   + [(0.0, j * cell_h, width, j * cell_h) for j in range(1, len(rows))],
+                   stroke="#eeeeee", stroke_width=0.5)
+    if len(starts) <= 48 and len(rows) <= 30:
+        for y, (_, counts) in enumerate(rows):
+            for x, count in enumerate(counts):
+                if count:
+                    c.text((x + 0.5) * cell_w, (y + 0.5) * cell_h, str(count), size=6.0,
+                           anchor="middle", va="center",
+                           fill="#ffffff" if count > 0.6 * peak else _INK)
+    _frame(c, 0.0, 0.0, width, height)
+    step = max(1, len(starts) // 8)
+    ticks = list(range(0, len(starts), step))
+    c.segments([(-_TICK, (j + 0.5) * cell_h, 0.0, (j + 0.5) * cell_h) for j in range(len(rows))]
+               + [((i + 0.5) * cell_w, height, (i + 0.5) * cell_w, height + _TICK)
+                  for i in ticks], stroke="#000000", stroke_width=0.8)
+    for j, (switch, _) in enumerate(rows):
+        c.text(-_TICK_PAD, (j + 0.5) * cell_h, switch, size=8.0, anchor="end", va="center")
+    same_day = starts[0].date() == starts[-1].date()
+    for i in ticks:
+        c.text((i + 0.5) * cell_w, height + _TICK_PAD,
+               starts[i].strftime("%H:%M" if same_day else "%m-%d %H:%M"), size=8.0,
+               anchor="middle", va="top")
+    c.text(width / 2, height + _TICK_PAD + 8.0 + 4.0, "bin start (UTC)"
+           + (f", {starts[0]:%Y-%m-%d}" if same_day else ""), size=8.0, anchor="middle",
+           va="top")
+    # The colour bar: as tall as the cells, 1/20 as wide (at most 3 % of the figure).
+    bar_x, bar_w = width + 6.7, min(height / 20, 20.1)
+    c.rect(bar_x, 0.0, bar_w, height, fill=c.vertical_gradient("scale", _YLORRD))
+    _frame(c, bar_x, 0.0, bar_w, height)
+    marks = list(range(1, peak + 1, max(1, peak // 5)))  # counts are whole numbers
+    marks = marks if peak in marks else [*marks, peak]
 
+    def bar_y(count: int) -> float:
+        return height * (high - count) / (high - low)
+
+    # A mark closer to the peak than a label's height would print over the peak's label.
+    marks = [m for m in marks if m == peak or bar_y(m) - bar_y(peak) >= 9.0]
+    c.segments([(bar_x + bar_w, bar_y(m), bar_x + bar_w + _TICK, bar_y(m)) for m in marks],
+               stroke="#000000", stroke_width=0.8)
+    for m in marks:
+        c.text(bar_x + bar_w + _TICK_PAD, bar_y(m), str(m), size=8.0, va="center")
+    label_x = bar_x + bar_w + _TICK_PAD + svg.text_width(str(peak), 8.0) + 4.0
+    c.text(label_x, height / 2, "flaps per bin", size=8.0, anchor="middle", va="top",
+           rotate=90.0)
+    if hidden > 0:
+        c.text(width, -6.0, f"{hidden} quieter switches not shown", size=7.0, anchor="end")
+    return c.svg("Flaps per switch over the window")

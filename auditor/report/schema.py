@@ -29,6 +29,7 @@ class Coverage(TypedDict):
     hosts_ok: int
     hosts_total: int
     failed_devices: list[FailedDevice]
+    blind_spots: list[str]  # what the evidence could not see (analyse/coverage.py)
 
 
 class Summary(TypedDict):

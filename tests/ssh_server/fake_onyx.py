@@ -201,6 +201,12 @@ class FakeOnyx:
         return mode
 
 
+def answer_of(capture: str) -> str:
+    """What a switch sends back for a command, from a capture whose first line is the prompt and
+    command it was typed on (`cumulus@switch:~$ nv show interface swp1 transceiver`): the rest."""
+    return capture.partition("\n")[2]
+
+
 class SilentListener:
     """Accepts TCP connections and never says anything: a switch whose sshd is hung."""
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from auditor.models import JobError
 from auditor.parse._logline import LINE_ERRORS, MONTHS, Stamp, infer_years
@@ -42,7 +43,10 @@ from auditor.parse.joblog.statuses import status_from_text, status_kind, status_
 # repeats it ("NCCL error: ..., NCCL version 2.20.5").
 _VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 # src/misc/param.cc (2.18.3-1 ... 2.30.7-1): INFO(NCCL_ENV, "%s set by environment to %lld.")
-_ENV_RE = re.compile(r"\b(NCCL_IB_TIMEOUT|NCCL_IB_RETRY_CNT) set by environment to (-?\d+)")
+# A `\b` before the name, written as the look-behinds after it: the search then looks for the
+# literal names instead of trying every position (4 us -> 1 us; every rank prints the line).
+_ENV_RE = re.compile(r"(NCCL_IB_TIMEOUT|NCCL_IB_RETRY_CNT)(?<!\wNCCL_IB_TIMEOUT)"
+                     r"(?<!\wNCCL_IB_RETRY_CNT) set by environment to (-?\d+)")
 _RAN_FOR_RE = re.compile(r"ran for (\d+) milliseconds")
 # Merged stdout/stderr is written by several processes with their own buffers: a line printed
 # after a stamped one may carry an instant a little before it.
@@ -69,6 +73,33 @@ _USING_FAST_RE = re.compile(r"([\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (NET/IB\w* ?
 _CHANNEL_FAST_RE = re.compile(
     r"([\w.-]+):\d+:\d+ \[(\d+)\] NCCL INFO Channel [^\n]*? via NET/IB\w*/(\d+)"
 )
+# The devices of a `Using` list by index (None: an index the list skips), its (HCA, port) pairs
+# in the order printed, and the OOB address.
+_Devices = tuple[tuple[str, int] | None, ...]
+_UsingList = tuple[_Devices, tuple[tuple[str, int], ...], str | None]
+
+
+def _read_using(text: str) -> _UsingList | None:
+    """What the first `NET/IB : Using ...; OOB ...` in `text` says, None if there is none."""
+    m = _USING_RE.search(text)
+    if m is None:
+        return None
+    devs: list[tuple[str, int] | None] = []
+    ports: list[tuple[str, int]] = []
+    for idx, hca, port in _USING_DEV_RE.findall(m.group("devs")):
+        i = int(idx)
+        if i >= 64:  # a corrupt index must not allocate a huge list
+            continue
+        devs.extend([None] * (i + 1 - len(devs)))
+        devs[i] = (hca, int(port))
+        ports.append((hca, int(port)))
+    return tuple(devs), tuple(ports), m.group("ip")
+
+
+# A host prints the same list in every job: 75,000 lines, 4,096 distinct, in the 6,105 logs of
+# the scale scenario, 3 us of regex each (issue #13). Short texts only, so the cache stays small.
+_read_using_cached = lru_cache(maxsize=8192)(_read_using)
+_CACHED_USING = 256  # characters
 
 
 @dataclass(slots=True)
@@ -131,8 +162,8 @@ class _Run:
         self.result = JoblogResult()
         # NET/IB Using lists by ("p", host, pid), ("s", stream) and ("h", host): processes of one
         # host may see different lists when NCCL_IB_HCA pins one NIC per rank.
-        self.using: dict[tuple[str, ...], list[tuple[str, int] | None]] = {}
-        self.using_memo: dict[tuple[str, str], list[tuple[str, int] | None]] = {}
+        self.using: dict[tuple[str, ...], _Devices] = {}
+        self.using_memo: dict[tuple[str, str], _Devices] = {}
         self.count = 0  # lines seen, to expire continuations of a stream that went quiet
         self.channels: dict[tuple[str, str], set[int]] = {}
         self.stream_hosts: dict[str, str] = {}
@@ -229,12 +260,16 @@ class _Run:
         return None
 
     def _nccl_meta(self, line: str) -> None:
-        v = _VERSION_RE.search(line)
-        if v is not None and v.group(1) not in self.versions and len(self.versions) < 8:
-            self.versions.append(v.group(1))
-        env = _ENV_RE.search(line)
-        if env is not None:
-            self.env.setdefault(env.group(1), int(env.group(2)))
+        # Each search only where its words are: every rank prints its environment lines
+        # (75,000 of them in the scale scenario's logs) and rank 0 its version line.
+        if "NCCL version" in line:
+            v = _VERSION_RE.search(line)
+            if v is not None and v.group(1) not in self.versions and len(self.versions) < 8:
+                self.versions.append(v.group(1))
+        if "set by environment" in line:
+            env = _ENV_RE.search(line)
+            if env is not None:
+                self.env.setdefault(env.group(1), int(env.group(2)))
 
     # -- building errors ------------------------------------------------------------------
 
@@ -304,7 +339,7 @@ class _Run:
             self._locate(d, env.dev)
         return d
 
-    def _devices(self, d: _Draft, host: str) -> list[tuple[str, int] | None] | None:
+    def _devices(self, d: _Draft, host: str) -> _Devices | None:
         if d.pid is not None and ("p", host, d.pid) in self.using:
             return self.using[("p", host, d.pid)]
         if d.stream and ("s", d.stream) in self.using:
@@ -472,27 +507,33 @@ class _Run:
                 self.result.hosts.add(host)
                 self._register(known, host, pid, "")
                 return
-        env = read_envelope(line)
-        found = self._host(env)
-        m = _USING_RE.search(env.body)
-        if found is None or m is None:
+        if fast is not None and not line[0].isdigit() and "]:" not in line:
+            # The bare NCCL INFO line: it starts with the host (a lead read_envelope would take
+            # starts with a digit, or with `(`, `[` or a weekday and a space) and has no
+            # torchrun tag, so its envelope is this prefix alone (issue #13: every rank prints
+            # one, 75,000 envelope reads in the scale scenario).
+            found, stream = host, ""
+            self.result.hosts.add(host)
+            # No `NET/IB ... Using` can start before the tail: its search there is the line's.
+            listed = (_read_using_cached(tail) if len(tail) <= _CACHED_USING
+                      else _read_using(tail))
+        else:
+            env = read_envelope(line)
+            found, pid, stream = self._host(env), env.pid, env.stream
+            listed = _read_using(env.body)
+        if found is None or listed is None:
             return
-        devs: list[tuple[str, int] | None] = []
-        for idx, hca, port in _USING_DEV_RE.findall(m.group("devs")):
-            i = int(idx)
-            if i >= 64:  # a corrupt index must not allocate a huge list
-                continue
-            devs.extend([None] * (i + 1 - len(devs)))
-            devs[i] = (hca, int(port))
-            self.result.hca_ports[(found, hca)] = int(port)
-        if m.group("ip"):
-            self.result.addresses[m.group("ip")] = found
+        devs, ports, ip = listed
+        for hca, port in ports:
+            self.result.hca_ports[(found, hca)] = port
+        if ip:
+            self.result.addresses[ip] = found
         if fast is not None:
-            self.using_memo[(fast.group(1), fast.group(3))] = devs
-        self._register(devs, found, env.pid, env.stream)
+            self.using_memo[(host, tail)] = devs
+        self._register(devs, found, pid, stream)
 
     def _register(
-        self, devs: list[tuple[str, int] | None], host: str, pid: str | None, stream: str
+        self, devs: _Devices, host: str, pid: str | None, stream: str
     ) -> None:
         self.using[("h", host)] = devs
         if pid is not None:
@@ -528,13 +569,13 @@ class _Run:
 
     def _block_line(self, block: _Block, line_no: int, line: str, env: Line) -> Outcome:
         text = env.body.strip()
-        if text and set(text) == {"="}:
+        if text and not text.strip("="):
             if block.opened:
                 self._close_block()
             else:
                 block.opened = True
             return _IGNORED
-        if text and set(text) == {"-"}:
+        if text and not text.strip("-"):
             self._flush_entry()
             return _IGNORED
         if text in ("Failures:", "Root Cause (first observed failure):"):
@@ -549,7 +590,6 @@ class _Run:
             block.index = entry.group(1)
             d = _Draft("elastic_failed", False, line_no, line, "", rank=env.rank)
             block.entry, block.fields = d, {}
-            self._describe(block)
             return d
         fm = _BLOCK_FIELD_RE.match(text)
         if fm is not None and block.entry is not None:
@@ -575,9 +615,10 @@ class _Run:
             head = value.split(" ", 1)[0]
             if head.lstrip("-").isdigit():
                 d.rank = int(head)
-        self._describe(block)
 
     def _describe(self, block: _Block) -> None:
+        # Once, when the entry is complete (`_flush_entry`): its section, index and fields
+        # cannot change before, and nothing reads the message sooner.
         if block.entry is None:
             return
         shown = [f"{k}: {v}" for k, v in block.fields.items() if k not in _UNSHOWN_FIELDS]
@@ -589,6 +630,7 @@ class _Run:
         block = self.block
         if block is None or block.entry is None:
             return
+        self._describe(block)
         if not block.fields:
             block.entry.drop = "torchelastic failure entry without fields"
         block.entry, block.fields = None, {}

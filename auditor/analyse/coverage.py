@@ -1,0 +1,169 @@
+"""What a ranking could not see (issue #15, "evidence coverage").
+
+Every `suspects` and `report` output says where its evidence has holes, so a run from host
+counters and job logs alone (a tenant who cannot read the switches) is honest about its blind
+spots, and an operator knows which switch's syslog forwarding broke:
+
+- a switch's own syslog missing or incomplete: the switch sits at the far end of link changes
+  that other switches logged in their syslog, and logged few or none of them itself (a link
+  going down is seen by both ends; UFM and opensm are fabric-wide and do not count as the
+  switch's own log);
+- a switch clock off: the same link change stamped by both ends' syslogs, the two stamps apart
+  by more than a few seconds, consistently (the median over the pairs);
+- hosts never read: fabric hosts the host side (the host sweep, a dmesg file, sysfs counters)
+  never told us anything about, so their HCA end is seen only from the switch;
+- failed jobs without a job log: nothing placed their failure on the fabric but time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from auditor.analyse.correlate import Evidence
+from auditor.models import NodeType
+from auditor.store import Store
+
+SWITCH_LOG = "syslog"  # the origin of a switch's own log lines
+# Both ends log one link change within a second or two (flaps.py pairs them with this slack);
+# a peer's line further away than PAIR_WINDOW is another change.
+PAIR_WINDOW = timedelta(seconds=90)
+CLOCK_OFF_S = 5.0  # a median gap above this between a switch and its peers is its clock
+MIN_PAIRS = 3  # fewer paired changes than this say nothing about a clock
+MISSING_SHARE = 0.5  # a switch that logged less than this share of its expected changes
+MIN_EXPECTED = 2  # ... out of at least this many
+NAMES_SHOWN = 8
+
+
+@dataclass
+class Coverage:
+    """The blind spots of one window; `notes` are the sentences outputs show."""
+
+    switches: int = 0
+    switches_log_missing: list[str] = field(default_factory=list)  # logged none expected
+    switches_log_incomplete: list[str] = field(default_factory=list)
+    clock_off: dict[str, float] = field(default_factory=dict)  # switch -> median offset (s)
+    hosts: int = 0
+    hosts_never_read: list[str] = field(default_factory=list)
+    jobs_failed: int = 0
+    jobs_without_logs: list[str] = field(default_factory=list)
+    switch_log_lines: int = 0  # port events from switch syslog in the window
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "switches": self.switches,
+            "switches_log_missing": self.switches_log_missing,
+            "switches_log_incomplete": self.switches_log_incomplete,
+            "clock_off_s": {k: round(v, 1) for k, v in sorted(self.clock_off.items())},
+            "hosts": self.hosts, "hosts_never_read": self.hosts_never_read,
+            "jobs_failed": self.jobs_failed, "jobs_without_logs": self.jobs_without_logs,
+            "notes": self.notes,
+        }
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def _switch_logs(ev: Evidence, events: list[dict[str, Any]], cov: Coverage) -> None:
+    fabric = ev.fabric
+    switch = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.SWITCH}
+    peers: dict[tuple[str, int], tuple[str, int]] = {}
+    for lk in fabric.links:
+        peers[(lk.a_guid, lk.a_port)] = (lk.b_guid, lk.b_port)
+        peers[(lk.b_guid, lk.b_port)] = (lk.a_guid, lk.a_port)
+    logged: dict[tuple[str, int], list[tuple[datetime, str]]] = defaultdict(list)
+    for e in events:
+        if e["origin"] == SWITCH_LOG and e["guid"] in switch and e["port"] is not None:
+            logged[(e["guid"], e["port"])].append((e["event_at"], e["state"]))
+    cov.switch_log_lines = sum(len(v) for v in logged.values())
+    expected: dict[str, int] = defaultdict(int)
+    seen: dict[str, int] = defaultdict(int)
+    pairs: list[tuple[str, str, float]] = []  # (a, b, b's stamp - a's stamp), each change once
+    for port, changes in logged.items():
+        far = peers.get(port)
+        if far is None or far[0] not in switch:
+            continue  # an HCA's end logs in dmesg, if anywhere
+        theirs = logged.get(far, [])
+        for at, state in changes:
+            expected[far[0]] += 1
+            match = [t for t, s in theirs if s == state and abs(t - at) <= PAIR_WINDOW]
+            if match:
+                seen[far[0]] += 1
+                if port[0] < far[0]:
+                    near = min(match, key=lambda t: abs(t - at))
+                    pairs.append((port[0], far[0], (near - at).total_seconds()))
+    for guid, n in expected.items():
+        name = fabric.nodes[guid].name
+        if n >= MIN_EXPECTED and seen[guid] == 0:
+            cov.switches_log_missing.append(name)
+        elif n >= MIN_EXPECTED and seen[guid] < MISSING_SHARE * n:
+            cov.switches_log_incomplete.append(name)
+    cov.switches_log_missing.sort()
+    cov.switches_log_incomplete.sort()
+    cov.clock_off = {fabric.nodes[g].name: off for g, off in _clock_offsets(pairs).items()}
+
+
+def _clock_offsets(pairs: list[tuple[str, str, float]]) -> dict[str, float]:
+    """Switches whose clock is off, and by how much. A gap between two ends says only that one
+    of them is off; a switch off by 40 s makes each of its peers look 40 s behind *it*. So the
+    most-off switch (the largest median gap to all its peers) is named first and its stamps
+    corrected, then the medians are taken again: a peer that looked off only against it no
+    longer does."""
+    corr: dict[str, float] = defaultdict(float)
+    found: dict[str, float] = {}
+    for _ in range(len({x for a, b, _ in pairs for x in (a, b)})):
+        gaps: dict[str, list[float]] = defaultdict(list)
+        for a, b, dt in pairs:
+            d = dt - corr[b] + corr[a]
+            gaps[b].append(d)
+            gaps[a].append(-d)
+        worst = max(((g, statistics.median(v)) for g, v in gaps.items()
+                     if len(v) >= MIN_PAIRS and g not in found),
+                    key=lambda gv: (abs(gv[1]), gv[0]), default=None)
+        if worst is None or abs(worst[1]) <= CLOCK_OFF_S:
+            break
+        corr[worst[0]] += worst[1]
+        found[worst[0]] = corr[worst[0]]
+    return found
+
+
+def blind_spots(store: Store, ev: Evidence) -> Coverage:
+    """The coverage of the window `ev` was gathered for."""
+    fabric = ev.fabric
+    cov = Coverage(switches=sum(n.node_type == NodeType.SWITCH for n in fabric.nodes.values()))
+    _switch_logs(ev, store.events(ev.since, ev.until), cov)
+    names, guids = store.hosts_read(ev.until)
+    hosts: dict[str, bool] = {}
+    for g, n in fabric.nodes.items():
+        if n.node_type == NodeType.HCA:
+            hosts[n.name] = hosts.get(n.name, False) or g in guids or n.name in names
+    cov.hosts = len(hosts)
+    cov.hosts_never_read = sorted(h for h, read in hosts.items() if not read)
+    cov.jobs_failed = ev.jobs_failed
+    cov.jobs_without_logs = sorted(ev.jobs_without_logs)
+    notes = cov.notes
+    if cov.switches and cov.switch_log_lines == 0:
+        notes.append("no switch syslog in the window: link changes come only from UFM, "
+                     "opensm, SNMP, counters and sweeps")
+    if cov.switches_log_missing:
+        notes.append(f"switch syslog missing from {_names(cov.switches_log_missing)}: their "
+                     "peers logged link changes they did not")
+    if cov.switches_log_incomplete:
+        notes.append(f"switch syslog incomplete from {_names(cov.switches_log_incomplete)}: "
+                     "they logged under half of the link changes their peers logged")
+    for name, off in sorted(cov.clock_off.items()):
+        notes.append(f"clock of {name} is {abs(off):.0f} s {'ahead of' if off > 0 else 'behind'}"
+                     " its peers (median over the link changes both ends logged)")
+    if cov.hosts_never_read:
+        notes.append(f"{len(cov.hosts_never_read)} of {cov.hosts} hosts never read (no host "
+                     f"sweep, dmesg or sysfs counters): {_names(cov.hosts_never_read)}")
+    if cov.jobs_without_logs:
+        notes.append(f"{len(cov.jobs_without_logs)} of {cov.jobs_failed} failed jobs have no "
+                     f"job log: {_names(cov.jobs_without_logs)}")
+    return cov
