@@ -15,6 +15,8 @@ from auditor import __version__
 from auditor.errors import AuditorError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from typer import _click
 
     from auditor import config as config_mod
@@ -469,8 +471,14 @@ def suspects(
     with _open(settings, read_only=True) as store:
         cfg = settings.ranking
         evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
+        ranked = rank(evidence, cfg)
+        if settings.outcomes.learned_weights:
+            from auditor.analyse.outcomes import reweigh
+
+            ranked = reweigh(store, ranked, utc_naive(end), settings.outcomes,
+                             settings.nightly.verify_days)
         coverage = blind_spots(store, evidence)
-    data = as_json(evidence, rank(evidence, cfg), limit) | {"coverage": coverage.as_json()}
+    data = as_json(evidence, ranked, limit) | {"coverage": coverage.as_json()}
     if fmt == "json":
         _out(to_json(data))
         return
@@ -684,7 +692,7 @@ def report(
     with _open(settings, read_only=True) as store:
         result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                        verify_days=settings.nightly.verify_days, limit=limit,
-                       cfg=settings.ranking)
+                       cfg=settings.ranking, outcomes=settings.outcomes)
     for path in write_report(out, build_report(result)):
         _out(str(path))
 
@@ -734,6 +742,82 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
     with _open(settings, read_only=True) as store:
         rows = status(store, _at(at), settings.nightly.verify_days)
     _out(render_rows(rows, fmt, title="replacements"))
+
+
+OUTCOME_COLUMNS = ["suspects", "confirmed", "refuted", "open", "young", "precision",
+                   "median_days_to_fix", "gpu_hours_before_fix", "false_positives_per_night"]
+COHORT_COLUMNS = ["field", "value", "part_number", "parts", "with_incident", "incidents",
+                  "mtbi_days", "share", "rest_share", "p_value", "explained_by"]
+
+
+def _cells(row: Mapping[str, object], columns: list[str]) -> dict[str, object]:
+    return {c: row[c] for c in columns}
+
+
+@app.command("outcomes")
+def outcomes_cmd(
+    since: Annotated[str | None, typer.Option(
+        "--since", help="window back from --until (default [outcomes] since, 90d)")] = None,
+    until: UntilOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """What the nightly runs' suspects turned out to be, per rule and per verdict: suspects,
+    confirmed (the part named was swapped and the flaps stopped), refuted (the swap did not
+    help, another part's did, or nobody acted and the link stayed clean [outcomes]
+    clean_days), open, young (first seen less than clean_days ago: not in the rates),
+    precision, median days from first evidence to the fix, GPU-hours lost before it and false
+    positives per night; then the parts' cohorts (part number, vendor, firmware, lot) whose
+    incident rate stands out. CSV holds the rule and verdict rows.
+
+    Example:
+
+    \b
+        auditor outcomes --since 90d
+        auditor outcomes --format json > outcomes.json
+    """
+    from auditor.analyse.cohorts import cohorts
+    from auditor.analyse.outcomes import judge
+    from auditor.report.build import outcomes_section
+    from auditor.store import utc_naive
+
+    _check_format(fmt)
+    settings = _settings()
+    start, end = _window(since or settings.outcomes.since, until)
+    with _open(settings, read_only=True) as store:
+        judged = judge(store, utc_naive(start), utc_naive(end), settings.outcomes,
+                       settings.nightly.verify_days)
+        section = outcomes_section(judged, cohorts(store, judged))
+    if fmt == "json":
+        _out(to_json(section))
+        return
+    rows = [{"by": by, **_cells(g, ["name", *OUTCOME_COLUMNS])}
+            for by, groups in (("rule", section["rules"]), ("verdict", section["verdicts"]),
+                               ("all", [section["overall"]]))
+            for g in groups]
+    if fmt == "csv":
+        _out(render_rows(rows, "csv", columns=["by", "name", *OUTCOME_COLUMNS]))
+        return
+    _out(f"window {section['window']['since']} .. {section['window']['until']}: "
+         f"{section['nights']} nightly run(s), {section['overall']['suspects']} suspect(s) "
+         f"judged by what followed ({section['unjudged']} whole-switch or host event(s) not "
+         f"judged); refuted also when a link stays clean {section['clean_days']:g} days")
+    _out(render_rows([r for r in rows if r["by"] != "verdict"], "table",
+                     columns=["name", *OUTCOME_COLUMNS], title="per rule"))
+    _out(render_rows([r for r in rows if r["by"] == "verdict"], "table",
+                     columns=["name", *OUTCOME_COLUMNS], title="per verdict"))
+    if section["learned_weights"] is not None:
+        _out(render_rows(section["learned_weights"], "table", title="learned weights"))
+    co = section["cohorts"]
+    _out(f"cohorts: {co['parts']} part(s) watched {co['days']:g} days, {co['with_incident']} "
+         f"with an incident, fleet MTBI {co['mtbi_days'] if co['mtbi_days'] is not None else '-'}"
+         " part-days")
+    for finding in co["findings"]:
+        _out(f"  finding: {finding}")
+    shown = [g for g in co["groups"] if g["flagged"]] or co["groups"][:10]
+    _out(render_rows([_cells(g, COHORT_COLUMNS) for g in shown], "table",
+                     columns=COHORT_COLUMNS,
+                     title="flagged cohorts" if any(g["flagged"] for g in shown)
+                     else "cohorts (none flagged)"))
 
 
 @app.command("nightly")
@@ -950,6 +1034,11 @@ def simulate(
     ageing_optics: Annotated[int | None, typer.Option(
         "--ageing-optics", help="how many transceivers age (with --optics; default one per "
         "32 host links, at least 3)")] = None,
+    outcomes: Annotated[bool, typer.Option(
+        "--outcomes", help="weeks of faults with the swaps technicians made (some right, "
+        "some wrong), cable lots in cabling.csv and one bad lot; the swaps in "
+        "replacements.csv, the truth in truth.json's `outcomes` (needs --days 14 or more)")
+    ] = False,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -961,6 +1050,7 @@ def simulate(
         auditor simulate --out /tmp/scenario --seed 3 --leaves 32 --hosts 16
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
         auditor simulate --out /tmp/ageing --optics --days 21
+        auditor simulate --out /tmp/weeks --outcomes --days 28 --hosts 16
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -981,6 +1071,8 @@ def simulate(
                  "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
                  "optics": optics or None, "ageing_optics": ageing_optics}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
+        if outcomes:
+            options["outcomes"] = True
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
@@ -989,6 +1081,16 @@ def simulate(
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
          f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
          f"ground truth in {out / 'truth.json'}")
+    if outcomes:
+        import json
+
+        campaign = json.loads((out / "truth.json").read_text(encoding="utf-8"))["outcomes"]
+        swaps = [s for f in campaign["faults"] for s in f["swaps"]]
+        _out(f"outcomes campaign: {len(campaign['faults'])} faulty link(s) "
+             f"({campaign['bad_lot_faults']} in bad lot {campaign['bad_lot']}), "
+             f"{len(campaign['noise'])} one-off flap(s), {len(swaps)} swap(s) "
+             f"({sum(not s['right'] for s in swaps)} of the wrong part) in "
+             f"{out / 'replacements.csv'}")
 
 
 def main() -> None:

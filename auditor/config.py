@@ -213,6 +213,38 @@ class RankingSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class OutcomesSettings:
+    """`[outcomes]` (issue #15): how the nightly runs' suspects are judged by what followed
+    them, and the cohorts of parts."""
+
+    since: str = "90d"  # the window `auditor outcomes` and the report's section look back over
+    # A suspect nobody acted on is refuted when its link stays clean this long: twice
+    # [nightly] verify_days, because a link nobody touched keeps whatever fault it has, and an
+    # intermittent one (0.1 flaps a day) is often quiet for a week. In
+    # benchmarks/bench_outcomes.py (5 campaigns) 3 days refuted 15 true faults, 7 days 6,
+    # 14 days 2, 21 days none but judged 65 suspects instead of 154.
+    clean_days: float = 14.0
+    # Off: rules keep the points rank.py gives them. On: each rule's points are multiplied by
+    # its measured precision, shrunk toward the pooled precision of all rules by
+    # `prior_suspects` pseudo-suspects, and the evidence says so.
+    learned_weights: bool = False
+    prior_suspects: float = 5.0
+    # A cohort (part number, vendor, firmware, lot) is flagged when at least this many of its
+    # parts had an incident, their share is `cohort_min_ratio` times the rest's, and the
+    # binomial tail is below `cohort_alpha` after a Bonferroni correction over the cohorts.
+    cohort_min_incidents: int = 3
+    cohort_min_ratio: float = 2.0
+    cohort_alpha: float = 0.01
+
+    @property
+    def span(self) -> timedelta:
+        """`since` as a length (the file's value was checked when it was loaded)."""
+        from auditor.timeparse import parse_span
+
+        return parse_span(self.since, "outcomes.since")
+
+
+@dataclass(frozen=True, slots=True)
 class LogSettings:
     year: int | None = None
     tz: str = "UTC"
@@ -234,6 +266,7 @@ class Settings:
     hosts: HostSettings = field(default_factory=HostSettings)
     nightly: NightlySettings = field(default_factory=NightlySettings)
     ranking: RankingSettings = field(default_factory=RankingSettings)
+    outcomes: OutcomesSettings = field(default_factory=OutcomesSettings)
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # [store]: wait for a DB another holds
 
     @property
@@ -348,4 +381,6 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     if "optics" in data:
         ranking_settings = top.get("ranking", RankingSettings())
         top["ranking"] = replace(ranking_settings, optics=OpticsSettings(**data["optics"]))
+    if "outcomes" in data:
+        top["outcomes"] = OutcomesSettings(**data["outcomes"])
     return Settings(config_path=config_path, **top)

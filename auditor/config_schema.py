@@ -288,6 +288,14 @@ class OpticsTable(_Table):
     flat_c: Positive | None = None
     flat_v: Positive | None = None
     strong: Annotated[float, Field(gt=0, le=1)] | None = None
+class OutcomesTable(_Table):
+    since: Annotated[str, AfterValidator(_span)] | None = None
+    clean_days: Positive | None = None
+    learned_weights: bool | None = None
+    prior_suspects: Annotated[float, Field(ge=0)] | None = None
+    cohort_min_incidents: Count | None = None
+    cohort_min_ratio: Annotated[float, Field(ge=1)] | None = None
+    cohort_alpha: Annotated[float, Field(gt=0, lt=1)] | None = None
 
 
 class ConfigFile(_Table):
@@ -302,6 +310,7 @@ class ConfigFile(_Table):
     nightly: NightlyTable | None = None
     ranking: RankingTable | None = None
     optics: OpticsTable | None = None
+    outcomes: OutcomesTable | None = None
 
 
 # -- messages -----------------------------------------------------------------------------------

@@ -46,6 +46,12 @@ _EXPORTED = {"nodes": "export_nodes", "links": "export_links", "port_events": "e
              "suspects": "export_suspects"}
 
 
+# the columns of one remembered suspect (queries/remembered_suspects_insert.sql), issue #15
+_REMEMBERED = ("rank", "component", "a_guid", "a_port", "a_name", "b_guid", "b_port", "b_name",
+               "score", "points", "rules", "rule_points", "first_at", "last_at", "flaps",
+               "jobs_failed", "gpu_hours_lost", "job_ids", "job_died_at", "job_gpu_hours")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceMeta:
     kind: str
@@ -643,7 +649,8 @@ class Store:
         cols = ["port_name", "guid", "port", "present", "vendor", "part_number", "serial_number",
                 "length", "cable_type", "revision"]
         self.run("transceivers_insert", seen_at=utc_naive(seen_at), device=device,
-                 **{c: [r[c] for r in rows] for c in cols})
+                 **{c: [r[c] for r in rows] for c in cols},
+                 lot=[r.get("lot") for r in rows])  # only the cabling plan knows a lot
 
     def transceivers(self) -> list[dict[str, Any]]:
         return self.run_dicts("transceivers_latest")
@@ -837,3 +844,32 @@ class Store:
             return []
         return self.run_dicts("transceiver_serial_ports", serials=list(serials),
                               after=utc_naive(after))
+
+    # -- outcomes (issue #15) -------------------------------------------------------------------
+
+    def remember_run(self, run_at: datetime, since: datetime, until: datetime,
+                     rows: Sequence[dict[str, Any]]) -> int:
+        """Remember one nightly run's window and the suspects it showed (rows as
+        queries/remembered_suspects_insert.sql names them); a run of the same window before is
+        replaced. Call it in a transaction."""
+        window = {"since": utc_naive(since), "until": utc_naive(until)}
+        self.run("suspect_runs_forget_suspects", **window)
+        self.run("suspect_runs_forget", **window)
+        run_id = int(self.run("suspect_run_insert", run_at=utc_naive(run_at), shown=len(rows),
+                              **window)[0][0])
+        if rows:
+            self.run("remembered_suspects_insert", run_id=run_id,
+                     **{c: [r[c] for r in rows] for c in _REMEMBERED})
+        return run_id
+
+    def suspect_runs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("suspect_runs_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def remembered_suspects(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        return self.run_dicts("remembered_suspects_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def optics_firmware(self) -> dict[str, str]:
+        """serial number -> the newest firmware its module reported."""
+        return {r[0]: r[1] for r in self.run("optics_firmware_latest")}

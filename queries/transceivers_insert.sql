@@ -1,6 +1,6 @@
--- Cable / transceiver inventory read from one switch.
+-- Cable / transceiver inventory read from one switch (or the cabling plan: lot from #15).
 insert into transceivers (seen_at, device, port_name, guid, port, present, vendor, part_number,
-                          serial_number, length, cable_type, revision)
+                          serial_number, length, cable_type, revision, lot)
 select $seen_at, $device, unnest($port_name), unnest($guid), unnest($port), unnest($present),
        unnest($vendor), unnest($part_number), unnest($serial_number), unnest($length),
-       unnest($cable_type), unnest($revision);
+       unnest($cable_type), unnest($revision), unnest($lot);

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from auditor.analyse import correlate
 from auditor.cli import app
-from auditor.config import RankingSettings, load
+from auditor.config import OutcomesSettings, RankingSettings, load
 from auditor.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,6 +65,12 @@ SWITCH = '[[switches]]\nname = "leaf01"\nhost = "10.0.0.1"\n'
         ("[ranking]\nber_fec = { NDR = 5 }\n", "ranking.ber_fec.NDR: one of 0, 2, 3, 7, 12"),
         ("[ranking]\nsymbol_errors_per_hour = 120\n",
          "ranking.symbol_errors_per_hour: replaced by ber_limits"),
+        ("[outcomes]\nclean_days = 0\n", "outcomes.clean_days: must be greater than 0"),
+        ("[outcomes]\nlearned_weights = 1\n",
+         "outcomes.learned_weights: expected true or false, got 1"),
+        ("[outcomes]\ncohort_alpha = 1\n", "outcomes.cohort_alpha: must be less than 1"),
+        ("[outcomes]\ncohort_min_ratio = 0.5\n", "outcomes.cohort_min_ratio: must be at least 1"),
+        ("[outcomes]\nsince = \"forever\"\n", "outcomes.since:"),
     ],
 )
 def test_bad_value_is_one_line_naming_the_key(tmp_path: Path, text: str, line: str) -> None:
@@ -123,6 +129,7 @@ def test_example_config_keeps_every_documented_key() -> None:
     settings = load(REPO / "auditor.example.toml", None)
     assert settings.nightly.limit == 50 and settings.snmp_concurrency == 32
     assert settings.ranking == RankingSettings()  # the example shows the defaults
+    assert settings.outcomes == OutcomesSettings()
 
 
 def test_snmp_protocol_names_match_the_poller() -> None:

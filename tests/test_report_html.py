@@ -177,6 +177,7 @@ def sample_report() -> Report:
         "neighbourhoods": neighbourhoods,
         "heatmap": heatmap,
         "tracking": tracking,
+        "outcomes": None,
     }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
@@ -22,7 +22,11 @@ from auditor.analyse.coverage import blind_spots
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import Trace, WatchList, trace
 from auditor.analyse.rank import Suspect, rank
-from auditor.config import OpticsSettings, RankingSettings
+
+if TYPE_CHECKING:
+    from auditor.analyse.cohorts import Cohorts
+    from auditor.analyse.outcomes import Outcomes
+from auditor.config import OpticsSettings, OutcomesSettings, RankingSettings
 from auditor.models import NodeType
 from auditor.store import Store
 
@@ -131,6 +135,10 @@ class Audit:
     # Transceiver diagnostics trends (issue #14): every watch, and the settings that judged them.
     watch: WatchList | None = None
     optics_settings: OpticsSettings = field(default_factory=OpticsSettings)
+    # What the earlier nightly runs' suspects turned out to be, and the parts' cohorts (#15);
+    # None when the audit was not asked for them.
+    outcomes: Outcomes | None = None
+    cohorts: Cohorts | None = None
 
     @property
     def since(self) -> datetime:
@@ -143,11 +151,22 @@ class Audit:
 
 def audit(store: Store, since: datetime, until: datetime, *,
           aliases: dict[str, str] | None = None, verify_days: float = 7.0, limit: int = 50,
-          cfg: RankingSettings | None = None) -> Audit:
-    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding."""
+          cfg: RankingSettings | None = None, outcomes: OutcomesSettings | None = None) -> Audit:
+    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding. With
+    `outcomes`, also what the remembered suspects of `outcomes.since` before `until` turned
+    out to be (and the rules' learned weights, when those are on)."""
     cfg = cfg or RankingSettings()
     ev = gather(store, since, until, cfg, aliases=aliases)
     ranked = rank(ev, cfg)
+    judged: Outcomes | None = None
+    if outcomes is not None:
+        from auditor.analyse import outcomes as outcomes_mod
+
+        span = outcomes.span
+        judged = outcomes_mod.judge(store, until - span, until, outcomes, verify_days)
+        if outcomes.learned_weights:
+            ranked = outcomes_mod.apply_weights(ranked, outcomes_mod.learned_weights(judged),
+                                                span.total_seconds() / 86400)
     shown = ranked[:limit] if limit else ranked
     locs, labels = store.locations(), store.port_labels()
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
@@ -165,7 +184,27 @@ def audit(store: Store, since: datetime, until: datetime, *,
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
         watch=ev.watch, optics_settings=cfg.optics,
+        outcomes=judged, cohorts=_cohorts(store, judged),
     )
+
+
+def judge_again(result: Audit, store: Store, settings: OutcomesSettings,
+                verify_days: float = 7.0) -> None:
+    """Judge the remembered suspects anew into `result` (the nightly run, once it has
+    remembered its own)."""
+    from auditor.analyse import outcomes as outcomes_mod
+
+    result.outcomes = outcomes_mod.judge(store, result.until - settings.span, result.until,
+                                         settings, verify_days)
+    result.cohorts = _cohorts(store, result.outcomes)
+
+
+def _cohorts(store: Store, judged: Outcomes | None) -> Cohorts | None:
+    if judged is None:
+        return None
+    from auditor.analyse.cohorts import cohorts
+
+    return cohorts(store, judged)
 
 
 def _traces(watch: WatchList, ends: list[dict[str, Any]]) -> list[Trace]:

@@ -15,6 +15,7 @@ Points, each written into the evidence:
   rising in each of the last three intervals 1 more; saturated counters 1;
 - LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
 The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
+Each suspect names the rules that gave it points (`rules`; RULES at the end of this module).
 """
 
 from __future__ import annotations
@@ -49,10 +50,16 @@ class Suspect:
     first_at: datetime | None = None
     last_at: datetime | None = None
     optics: list[WatchJSON] = field(default_factory=list)  # the watches behind a verdict
+    rule_points: dict[str, float] = field(default_factory=dict)  # RULES below: what ranked it
 
     @property
     def score(self) -> float:
         return round(1 - math.exp(-self.points / 6), 3)
+
+    @property
+    def rules(self) -> list[str]:
+        """The rules that gave it points, the weightiest first (issue #15)."""
+        return sorted(self.rule_points, key=lambda r: (-self.rule_points[r], r))
 
 
 def port_label(node_type: NodeType, port: int | None, device: str | None) -> str:
@@ -89,12 +96,14 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     downtime = sum(durations) + sum((ev.until - f.down_at).total_seconds()
                                     for f in still_down if f.down_at)
     long_flaps = sum(1 for d in durations if d >= NCCL_DEATH_S) + len(still_down)
+    scored: dict[str, float] = {}  # the points of each rule (RULES), for `rules`
     if len(real) == 1 and not long_flaps and not le.jobs:
         # One flap shorter than NCCL's death time that no job died of: a reseat, absorbed. It
         # weighs less than a link-down of unknown length that only a counter saw.
-        points += 0.5
+        points += _rule(scored, "reseat", 0.5)
     elif real:
-        points += len(real) + 2 * long_flaps + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S)
+        points += _rule(scored, "flaps", len(real) + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S))
+        points += _rule(scored, "long_flap", 2 * long_flaps)
     if real:
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
@@ -104,12 +113,12 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     if still_down:
         evidence.append(f"still down since {_fmt(still_down[0].down_at)}")
     if counted:
-        points += len(counted)
+        points += _rule(scored, "counted_down", len(counted))
         evidence.append(f"{len(counted)} more link-down(s) counted by LinkDownedCounter that no "
                         "log shows")
     if le.jobs:
         gpu_hours = sum(j["gpu_hours"] for j in le.jobs)
-        points += 3 * len(le.jobs) + min(3.0, 0.01 * gpu_hours)
+        points += _rule(scored, "killed_job", 3 * len(le.jobs) + min(3.0, 0.01 * gpu_hours))
         ids = ", ".join(sorted({j["job_id"] for j in le.jobs})[:5])
         evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
         evidence += [_job_timing(j) for j in sorted(le.jobs, key=lambda j: j["job_id"])[:3]
@@ -120,12 +129,12 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                         f"than any NCCL waits and lived ({ids}): their traffic was not on this "
                         "cable (rail unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT)")
     if le.port_errors:
-        points += 1
+        points += _rule(scored, "port_error", 1)
         ids = ", ".join(sorted(le.port_errors)[:5])
         evidence.append(f"the HCA reported this port down (NCCL port-error event) in "
                         f"{len(le.port_errors)} job(s) ({ids})")
     if le.votes:
-        points += 2 * le.votes
+        points += _rule(scored, "votes", 2 * le.votes)
         evidence.append(f"NCCL error pairs of {len(le.voters)} job(s) point here "
                         f"({le.votes:.2f} votes)")
     one_sided: str | None = None
@@ -158,15 +167,15 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     if erroring:
         # How far over the BER limit matters: 30x over is a cable about to fail; between the
         # warning level and the limit it is 1-2 points.
-        points += 2 + min(4.0, math.log2(worst))
+        points += _rule(scored, "error_rate", 2 + min(4.0, math.log2(worst)))
         if max(le.rising.get(k, 0) for k in erroring) >= 2:
-            points += 1
+            points += _rule(scored, "counter_rise", 1)
             evidence.append("symbol errors grew in several successive snapshots")
         # A climbing error rate is a link degrading (issue #14: on PAM4 links some errors mean
         # little, a rising rate a lot): the BER rose in each of the last three intervals.
         climbing = [m for k in erroring if (m := le.symbol_ber.get(k)) and m.climbing >= 2]
         if climbing:
-            points += 1
+            points += _rule(scored, "ber_climbing", 1)
             steps = max(climbing, key=lambda m: m.climbing).trend
             evidence.append("the symbol BER rose in each of the last "
                             f"{max(m.climbing for m in climbing) + 1} intervals ("
@@ -174,11 +183,11 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
         if len(le.link) == 2 and len(erroring) == 1:
             one_sided = erroring[0]  # type: ignore[assignment]
     if le.saturated:
-        points += 1
+        points += _rule(scored, "saturated", 1)
         evidence.append(f"saturated counters (true count is higher): "
                         f"{', '.join(sorted(le.saturated))}")
     if le.degraded:
-        points += 2
+        points += _rule(scored, "degraded", 2)
         evidence.append(le.degraded)
     if le.maintenance_flaps:
         evidence.append(f"{le.maintenance_flaps} flap(s) inside declared maintenance "
@@ -196,7 +205,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                    jobs_failed=len(le.jobs),
                    gpu_hours_lost=round(sum(j["gpu_hours"] for j in le.jobs), 1),
                    evidence=evidence, action=action,
-                   first_at=min(dates) if dates else None, last_at=max(dates) if dates else None)
+                   first_at=min(dates) if dates else None, last_at=max(dates) if dates else None,
+                   rule_points=scored)
 
 
 def _symbol_limit(measured: ber.PortBer, cfg: RankingSettings) -> ber.Limit:
@@ -286,7 +296,8 @@ def _node_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
                    [{"name": name, "guid": nev.guid, "port": None, "label": ""}], points,
                    flaps=len(nev.flaps), downtime_s=round(down, 1), jobs_failed=len(nev.jobs),
                    gpu_hours_lost=round(sum(j["gpu_hours"] for j in nev.jobs), 1),
-                   evidence=evidence, action=action, first_at=nev.at, last_at=nev.up_at)
+                   evidence=evidence, action=action, first_at=nev.at, last_at=nev.up_at,
+                   rule_points=_node_rules(is_switch, points))
 
 
 def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
@@ -322,8 +333,9 @@ def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings) -> 
         best = max(strong, key=lambda w: w.strength)
         if suspect is None:
             suspect = Suspect("transceiver", [_end(ev, g, p) for g, p in link], 2.0)
+            suspect.rule_points["optics"] = 2.0
             out.append(suspect)
-        suspect.points += 2 * best.strength
+        suspect.points += _rule(suspect.rule_points, "optics", 2 * best.strength)
         suspect.component = "transceiver"
         # A hot module's every lane trends with it: the two strongest say it, the rest count.
         strong.sort(key=lambda w: -w.strength)
@@ -355,6 +367,7 @@ class SuspectJSON(TypedDict):
     first_at: str | None
     last_at: str | None
     optics: list[WatchJSON]  # added for #14: the watches behind a transceiver verdict
+    rules: list[str]  # added for #15: the rules that ranked it (RULES), weightiest first
 
 
 def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
@@ -373,6 +386,7 @@ def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
         "first_at": s.first_at.isoformat() + "Z" if s.first_at else None,
         "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
         "optics": s.optics,
+        "rules": s.rules,
     }
 
 
@@ -384,3 +398,41 @@ def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> 
                  "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained},
         "suspects": [suspect_json(i, s) for i, s in enumerate(shown, 1)],
     }
+
+
+# -- rules (issue #15) ---------------------------------------------------------------------------
+# Which kinds of evidence gave a suspect its points, so that the outcomes of the swaps that
+# follow (auditor/analyse/outcomes.py) can say how often each kind was right. One name per
+# `points +=` above; a rule that gave no points is not listed.
+RULES = {
+    "reseat": "one flap shorter than NCCL's death time that no job died of",
+    "flaps": "flaps, and the downtime they add up to",
+    "long_flap": "flaps longer than NCCL's death time, or still down",
+    "counted_down": "link-downs only LinkDownedCounter saw",
+    "killed_job": "failed jobs blamed on it, and their GPU-hours",
+    "port_error": "an HCA's port-error event in a job's log",
+    "votes": "failing NCCL pairs whose paths cross it",
+    "error_rate": "a symbol BER over its limit (or warning level), link-error recoveries or "
+                  "receive errors over their rates",
+    "counter_rise": "symbol errors growing over several snapshots",
+    "ber_climbing": "the symbol BER rising in each of the last three intervals",
+    "saturated": "counters at their ceiling",
+    "degraded": "running below the width or speed its ends can do",
+    "switch_event": "many ports of one switch down at once",
+    "host_event": "every HCA link of one host down at once",
+    "optics": "a transceiver diagnostics trend (auditor/analyse/optics.py)",
+}
+
+
+def _rule(scored: dict[str, float], name: str, points: float) -> float:
+    """Record `points` of rule `name` and return them (a zero adds no rule)."""
+    if points:
+        scored[name] = scored.get(name, 0.0) + points
+    return points
+
+
+def _node_rules(is_switch: bool, points: float) -> dict[str, float]:
+    # 2 points for the event itself; the rest are its failed jobs (as `killed_job` on a link).
+    jobs = points - 2.0
+    return {"switch_event" if is_switch else "host_event": 2.0,
+            **({"killed_job": jobs} if jobs > 0 else {})}

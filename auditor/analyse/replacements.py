@@ -11,10 +11,10 @@ A swap is judged on the flaps seen after it:
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from auditor.analyse.flaps import flaps
+from auditor.analyse.flaps import Flap, flaps
 from auditor.errors import AuditorError
 from auditor.portmap import PortMap
 from auditor.store import Store, utc_naive
@@ -83,34 +83,7 @@ def status(store: Store, now: datetime, verify_days: float = 7.0) -> list[dict[s
     seen = flaps(store, min(r["replaced_at"] for r in rows), until)
     out = []
     for r in rows:
-        ports = {(r["a_guid"], r["a_port"])}
-        if r["b_guid"]:
-            ports.add((r["b_guid"], r["b_port"]))
-        after = [f for f in seen if f.down_at and f.down_at > r["replaced_at"]
-                 and ports & set(f.ends)]
-        moved: list[str] = []
-        for hit in store.serials_seen(r["old_serials"] or [], r["replaced_at"]):
-            key = (hit["guid"], hit["port"])
-            if key in ports or hit["guid"] is None:
-                continue
-            if any(key in f.ends and f.down_at and f.down_at > r["replaced_at"] for f in seen):
-                moved.append(f"serial {hit['serial_number']} now in {hit['device']} "
-                             f"{hit['port_name']}, which flaps")
-        clean_days = (until - r["replaced_at"]).total_seconds() / 86400
-        if moved:
-            state, reason = "followed_part", "; ".join(moved) + ": the old part is bad, " \
-                "take it out of circulation"
-        elif after:
-            state = "escalated"
-            reason = (f"{len(after)} flap(s) on the same port(s) since the swap (last "
-                      f"{max(f.down_at for f in after if f.down_at):%Y-%m-%d %H:%M}): "
-                      f"{NEXT_SUSPECT[r['part']]}")
-        elif clean_days >= verify_days:
-            state, reason = "verified", f"no flap in the {clean_days:.1f} days since the swap"
-        else:
-            state = "watching"
-            reason = (f"no flap yet; verified after {verify_days:g} clean days "
-                      f"({verify_days - clean_days:.1f} to go)")
+        state, reason, after = _judge(store, r, seen, until, verify_days)
         out.append({
             "ticket": r["ticket"], "part": r["part"],
             "link": _label((r["a_guid"], r["a_port"], r["a_name"]),
@@ -119,3 +92,56 @@ def status(store: Store, now: datetime, verify_days: float = 7.0) -> list[dict[s
             "reason": reason, "flaps_since": len(after),
         })
     return out
+
+
+def settled(store: Store, now: datetime, verify_days: float = 7.0,
+            seen: list[Flap] | None = None) -> list[tuple[dict[str, Any], str, str]]:
+    """Every recorded swap (its store row) with its status and reason as they stood
+    `verify_days` after it (or at `now`, when that is sooner). The outcomes (issue #15) judge a
+    swap by its own verification period: a flap months after a verified swap is a new incident,
+    not this swap's failure. `seen`: the flaps from the first swap to `now`, when the caller
+    has them."""
+    rows = store.replacements()
+    if not rows:
+        return []
+    until = utc_naive(now)
+    if seen is None:
+        seen = flaps(store, min(r["replaced_at"] for r in rows), until)
+    out = []
+    for r in rows:
+        horizon = min(until, r["replaced_at"] + timedelta(days=verify_days))
+        state, reason, _ = _judge(store, r, seen, horizon, verify_days)
+        out.append((r, state, reason))
+    return out
+
+
+def _judge(store: Store, r: dict[str, Any], seen: list[Flap], until: datetime,
+           verify_days: float) -> tuple[str, str, list[Flap]]:
+    """The status of swap `r` at `until` (naive UTC), the reason, and the flaps since it."""
+    ports = {(r["a_guid"], r["a_port"])}
+    if r["b_guid"]:
+        ports.add((r["b_guid"], r["b_port"]))
+    after = [f for f in seen if f.down_at and r["replaced_at"] < f.down_at <= until
+             and ports & set(f.ends)]
+    moved: list[str] = []
+    for hit in store.serials_seen(r["old_serials"] or [], r["replaced_at"]):
+        key = (hit["guid"], hit["port"])
+        if key in ports or hit["guid"] is None:
+            continue
+        if any(key in f.ends and f.down_at and r["replaced_at"] < f.down_at <= until
+               for f in seen):
+            moved.append(f"serial {hit['serial_number']} now in {hit['device']} "
+                         f"{hit['port_name']}, which flaps")
+    clean_days = (until - r["replaced_at"]).total_seconds() / 86400
+    if moved:
+        return "followed_part", "; ".join(moved) + ": the old part is bad, take it out of " \
+            "circulation", after
+    if after:
+        return "escalated", (
+            f"{len(after)} flap(s) on the same port(s) since the swap (last "
+            f"{max(f.down_at for f in after if f.down_at):%Y-%m-%d %H:%M}): "
+            f"{NEXT_SUSPECT[r['part']]}"), after
+    if clean_days >= verify_days:
+        return "verified", f"no flap in the {clean_days:.1f} days since the swap", after
+    return "watching", (f"no flap yet; verified after {verify_days:g} clean days "
+                        f"({verify_days - clean_days:.1f} to go)"), after

@@ -159,7 +159,7 @@ def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> No
                 "port_name": port, "guid": r.guid, "port": r.port, "present": True,
                 "vendor": c.vendor, "part_number": c.part_number,
                 "serial_number": c.serial_number, "length": c.length,
-                "cable_type": c.cable_type, "revision": None})
+                "cable_type": c.cable_type, "revision": None, "lot": c.lot})
     for device, rows in by_device.items():
         store.add_transceivers(moment, device, rows)
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.analyse.audit import audit
+from auditor.analyse.audit import audit, judge_again
+from auditor.analyse.outcomes import remember
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.errors import exit_code
@@ -85,9 +86,16 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                 Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
             audited = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
                             verify_days=settings.nightly.verify_days,
-                            limit=settings.nightly.limit, cfg=settings.ranking)
+                            limit=settings.nightly.limit, cfg=settings.ranking,
+                            outcomes=settings.outcomes)
             sources = store.sources()
-            report = build_report(audited)
+        # The suspects the report shows are remembered, so that the swaps and flaps that
+        # follow can tell which were right (issue #15); the report's outcomes include them.
+        with steps.step("remember suspects"), Store(settings.db, busy_timeout_s=busy) as store:
+            with store.transaction():
+                remember(store, audited, utc_naive(now))
+            judge_again(audited, store, settings.outcomes, settings.nightly.verify_days)
+        report = build_report(audited)
         folder = retention.dated_folder(settings.reports_dir, now)
         # Undelivered until everything is out (report, metrics): a run that fails before the
         # end leaves the mark, and the next run still counts these suspects as new.

@@ -6,7 +6,10 @@ connects which two ports. It fills the report's part columns where no switch CLI
     gpu-node-07,mlx5_0/1,leaf04,IB1/1,NVIDIA,MCP1650-H002E30,MT2331VS02215,2m,DAC
 
 Ports are written as printed (IB1/7, a number, or mlx5_0/1 for an HCA). Only the four end
-columns are required; the others may be empty. A bad row is a ParseError naming its line.
+columns are required; the others may be empty. An optional `lot` column names the cable's
+manufacturing lot (date code or batch on the label or the delivery note): the outcomes' cohorts
+(auditor/analyse/cohorts.py) then show a bad batch as one finding. A bad row is a ParseError
+naming its line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from auditor.parse._common import csv_records
 
 _KIND = "cabling"
 _REQUIRED = ("a_name", "a_port", "b_name", "b_port")
-_COLUMNS = (*_REQUIRED, "vendor", "part_number", "serial_number", "length", "type")
+_COLUMNS = (*_REQUIRED, "vendor", "part_number", "serial_number", "length", "type", "lot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,7 @@ class Cable:
     length: str | None = None
     cable_type: str | None = None
     line_no: int = 0
+    lot: str | None = None  # optional column (issue #15)
 
 
 def parse_cabling(text: str) -> list[Cable]:
@@ -43,5 +47,5 @@ def parse_cabling(text: str) -> list[Cable]:
         out.append(Cable(values["a_name"], values["a_port"], values["b_name"], values["b_port"],
                          values.get("vendor") or None, values.get("part_number") or None,
                          values.get("serial_number") or None, values.get("length") or None,
-                         values.get("type") or None, line_no))
+                         values.get("type") or None, line_no, values.get("lot") or None))
     return out

@@ -13,8 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import overload
 
+from auditor.analyse import outcomes
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
+from auditor.analyse.cohorts import Cohorts
 from auditor.analyse.optics import UNIT, Trace, watch_json
+from auditor.analyse.outcomes import Outcomes
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
 from auditor.report import schema
@@ -127,6 +130,29 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
                           for f in result.findings if f.optics},
         "watch_list": [watch_json(i, w, result.optics_settings)
                        for i, w in enumerate(result.watch.watches if result.watch else [], 1)],
+        "outcomes": outcomes_section(result.outcomes, result.cohorts)
+        if result.outcomes is not None and result.cohorts is not None else None,
+    }
+
+
+def outcomes_section(out: Outcomes, co: Cohorts) -> schema.Outcomes:
+    """The outcomes of the remembered suspects and the parts' cohorts, as `auditor outcomes
+    --format json` prints them and report.json holds them."""
+    weights = (outcomes.weights_json(outcomes.learned_weights(out))
+               if out.settings.learned_weights else None)
+    return {
+        "window": {"since": _iso(out.since), "until": _iso(out.until)},
+        "nights": out.nights, "clean_days": out.settings.clean_days,
+        "verify_days": out.verify_days, "unjudged": out.unjudged,
+        "overall": outcomes.overall(out), "rules": outcomes.by_rule(out),
+        "verdicts": outcomes.by_verdict(out), "learned_weights": weights,
+        "suspects": [outcomes.episode_json(e) for e in out.episodes],
+        "cohorts": {"days": co.days, "parts": co.parts, "with_incident": co.with_incident,
+                    "incidents": co.incidents,
+                    "mtbi_days": round(co.parts * co.days / co.incidents, 1)
+                    if co.incidents else None,
+                    "findings": [g["finding"] or "" for g in co.findings],
+                    "groups": co.groups},
     }
 
 

@@ -200,6 +200,48 @@ def _trend_cards(traces: list[schema.OpticsTrace], uid: str) -> list[dict[str, s
         if plot is not None:
             out.append({"caption": caption, "svg": plot})
     return out
+def _share(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.0f} %"
+
+
+def _groups(rows: list[Any]) -> list[dict[str, str]]:
+    return [{
+        "name": _str(g["name"]).replace("_", " "), "suspects": str(g["suspects"]),
+        "confirmed": str(g["confirmed"]), "refuted": str(g["refuted"]), "open": str(g["open"]),
+        "young": str(g["young"]),
+        "precision": _share(g["precision"]),
+        "days": "" if g["median_days_to_fix"] is None else _number(g["median_days_to_fix"], 1),
+        "gpu_hours": _number(g["gpu_hours_before_fix"], 1),
+        "fp_per_night": _number(g["false_positives_per_night"], 2),
+    } for g in rows]
+
+
+def _outcomes(o: schema.Outcomes | None) -> dict[str, Any] | None:
+    """The outcomes section (issue #15): per rule and verdict, and the flagged cohorts."""
+    if o is None:
+        return None
+    cohorts = o["cohorts"]
+    flagged = [{
+        "field": _str(g["field"]).replace("_", " "), "value": _str(g["value"]),
+        "part_number": _str(g["part_number"]), "parts": str(g["parts"]),
+        "with_incident": str(g["with_incident"]), "share": _share(g["share"]),
+        "rest_share": _share(g["rest_share"]),
+        "p_value": "" if g["p_value"] is None else f"{g['p_value']:.2g}",
+        "explained_by": _str(g["explained_by"]),
+    } for g in cohorts["groups"] if g["flagged"]]
+    return {
+        "nights": o["nights"], "clean_days": _number(o["clean_days"], 0),
+        "since": _fmt(_when(o["window"]["since"]), seconds=False),
+        "overall": _groups([o["overall"]])[0], "rules": _groups(o["rules"]),
+        "verdicts": _groups(o["verdicts"]), "unjudged": o["unjudged"],
+        "weights": [{"rule": _str(w["rule"]).replace("_", " "),
+                     "weight": _number(w["weight"], 2),
+                     "judged": f"{w['confirmed']} of {w['confirmed'] + w['refuted']}"}
+                    for w in o["learned_weights"] or []],
+        "findings": [_str(f) for f in cohorts["findings"]],
+        "flagged": flagged,
+        "parts": cohorts["parts"],
+    }
 
 
 def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
@@ -234,6 +276,8 @@ def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
         "tracking": _tracking(report["tracking"]),
         "watch": _watch(list(report.get("watch_list", []))),
         "watch_total": len(report.get("watch_list", [])),
+        # a report.json written before #15 has no outcomes: no section
+        "outcomes": _outcomes(report.get("outcomes")),
     }
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from auditor.analyse.cohorts import CohortJSON
 from auditor.analyse.optics import WatchJSON
+from auditor.analyse.outcomes import EpisodeJSON, GroupJSON, WeightJSON
 from auditor.analyse.rank import SuspectJSON
 
 
@@ -154,6 +156,32 @@ class OpticsTrace(TypedDict):
     lane: int | None  # the lane a watch is about
     watched: bool
     series: list[TraceSeries]
+class CohortsSection(TypedDict):
+    """Incidents per part number, vendor, firmware and lot (auditor/analyse/cohorts.py)."""
+
+    days: float  # how long the parts were watched
+    parts: int
+    with_incident: int
+    incidents: int
+    mtbi_days: float | None  # the fleet's: part-days / incidents
+    findings: list[str]  # one sentence per flagged cohort not explained by a finer one
+    groups: list[CohortJSON]
+
+
+class Outcomes(TypedDict):
+    """What the nightly runs' suspects turned out to be (auditor/analyse/outcomes.py)."""
+
+    window: Window
+    nights: int  # nightly runs remembered in the window
+    clean_days: float
+    verify_days: float
+    unjudged: int  # whole-switch and whole-host suspects: no part to swap
+    overall: GroupJSON
+    rules: list[GroupJSON]
+    verdicts: list[GroupJSON]
+    learned_weights: list[WeightJSON] | None  # None: [outcomes] learned_weights is off
+    suspects: list[EpisodeJSON]
+    cohorts: CohortsSection
 
 
 class Report(TypedDict):
@@ -171,3 +199,4 @@ class Report(TypedDict):
     # Added for #14 (build_report always writes them; a document made before may lack them):
     optics_trends: NotRequired[dict[str, list[OpticsTrace]]]  # by priority, with diagnostics
     watch_list: NotRequired[list[WatchJSON]]  # the optics watch list, strongest first
+    outcomes: Outcomes | None  # added for #15; None when the audit did not judge outcomes

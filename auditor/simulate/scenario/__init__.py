@@ -21,6 +21,9 @@ writes, in the formats the auditor's parsers read (provenance next to each write
     maintenance.csv                      target,start,end,reason of the re-imaged hosts
     optics/<host>/<mlx5_N>-<time>.txt    `ethtool -m` of every host port once a day (`optics`
                                          only: transceivers that age before they flap)
+    replacements.csv                     ticket,link,part,replaced_at of the swaps technicians
+                                         made (`outcomes` only: weeks of faults, swaps right
+                                         and wrong, a bad lot; cabling.csv gets a lot column)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:
@@ -32,6 +35,7 @@ The parts; each module imports only modules listed above it:
     fabric.py      the fat tree or rails: names, GUIDs, LIDs, links; ibnetdiscover, site files
     faults.py      the fault plan, the counters it moves, the switches whose logs are lost
     optics.py      transceivers that age before they flap, and their `ethtool -m` text
+    campaign.py    the outcomes campaign: faults over weeks, the swaps, lots and a bad one
     formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
     jobs.py        placement, each job's fate, sacct
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
@@ -40,6 +44,7 @@ Everything derives from the seed and the window start: same arguments, same byte
 options draw from streams of their own: a job's fate does not depend on `info_share`,
 `nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
 `optics` is off by default; then nothing of it is drawn and the files are what they were before.
+`outcomes` is off by default; then nothing of it is drawn and the files are what they were.
 """
 
 from __future__ import annotations

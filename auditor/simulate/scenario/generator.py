@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Unpack
 
+from auditor.simulate.scenario.campaign import plan_campaign
 from auditor.simulate.scenario.clock import _Clock, _iso
 from auditor.simulate.scenario.fabric import (
     _build_fabric,
@@ -75,6 +76,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     plan = _plan_faults(sc, fab, rng_for("faults"))
     # Ageing optics add their flaps to the plan before anything reads it; their own stream.
     optics = plan_ageing(sc, fab, plan, rng_for("optics")) if sc.optics else None
+    # The outcomes campaign (#15) adds its flaps before anything reads the plan; its own stream.
+    campaign = plan_campaign(sc, fab, plan, rng_for("outcomes")) if sc.outcomes else None
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
@@ -135,8 +138,11 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         for n, (h, s, e, _) in enumerate(maint)))
 
     write("inventory.csv", _inventory(fab))
-    write("cabling.csv", _cabling(fab, None if optics is None else {
-        m.hca: (PART, m.serial) for m in optics.modules}))
+    if campaign is not None:
+        write("cabling.csv", campaign.cabling(fab))  # the lots (optics parts are not kept then)
+    else:
+        write("cabling.csv", _cabling(fab, None if optics is None else {
+            m.hca: (PART, m.serial) for m in optics.modules}))
     ageing: tuple[AgeingOptic, ...] = ()
     if optics is not None:
         for reading in readings(sc, fab, optics):
@@ -150,7 +156,13 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         ageing = optics_truth(fab, optics, plan, clock)
     truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
                    arrays, het, ageing)
-    write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
+    data = truth.to_json()
+    if campaign is not None:
+        write("replacements.csv", campaign.replacements_csv(fab, clock))
+        data["outcomes"] = campaign.truth(fab, clock)
+    else:
+        (out_dir / "replacements.csv").unlink(missing_ok=True)  # from an earlier campaign
+    write("truth.json", json.dumps(data, indent=1) + "\n")
     return truth
 
 
