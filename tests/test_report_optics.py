@@ -53,7 +53,7 @@ def report(db: Path) -> dict:
 
 
 def test_report_json_keeps_its_keys_and_adds_the_optics(report: dict) -> None:
-    assert set(report) > KEYS and set(report) - KEYS == {"optics_trends", "watch_list"}
+    assert set(report) > KEYS and set(report) - KEYS == {"optics_trends", "watch_list", "outcomes"}
     (suspect,) = report["suspects"]
     assert suspect["component"] == "transceiver" and report["replacements"][0]["verdict"] == \
         "transceiver"
