@@ -587,13 +587,14 @@ class Store:
         return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
 
     def data_deltas(self, since: datetime, until: datetime,
-                    guids: Sequence[str]) -> list[dict[str, Any]]:
-        """PortXmitData / PortRcvData increases (4-octet words) per port of `guids` between
+                    ports: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+        """PortXmitData / PortRcvData increases (4-octet words) of `ports` (GUID, port) between
         readings in (since, until]; intervals with a reset or a saturated reading left out."""
-        if not guids:
+        if not ports:
             return []
+        wanted = sorted(set(ports))
         return self.run_dicts("data_deltas", since=utc_naive(since), until=utc_naive(until),
-                              guids=sorted(set(guids)))
+                              guids=[g for g, _ in wanted], ports=[p for _, p in wanted])
 
     # -- export (issue #15) -----------------------------------------------------------------
 

@@ -231,8 +231,9 @@ def main() -> None:
             sacct = scale / "scenario" / "jobs" / "sacct.txt"
             empty = work / "empty.duckdb"
             db = work / "sacct.duckdb"
-            subprocess.run(auditor(empty, "sources"), check=True, stdout=subprocess.DEVNULL,
-                           env=ENV)
+            subprocess.run([PY, "-c", "import sys; from auditor.store import Store; "
+                            "Store(sys.argv[1]).close()", str(empty)],
+                           check=True, stdout=subprocess.DEVNULL, env=ENV)
             base, _ = median_of(args.repeat, lambda: [PY, "-c", _SACCT_SCAN, str(sacct)])
             took, peak = median_of(
                 args.repeat, lambda: auditor(db, "ingest", "--kind", "sacct", str(sacct)),

@@ -255,7 +255,8 @@ def _ber_evidence(store: Store, fabric: Fabric, since: datetime, until: datetime
     readings, else the link's width x data rate x time; auditor/analyse/ber.py)."""
     if not symbols:
         return
-    wanted = {key[0] for key in symbols} | {peers[key][0] for key in symbols if key in peers}
+    wanted = {k for k in set(symbols) | {peers[key] for key in symbols if key in peers}
+              if k[1] is not None}
     data: dict[tuple[str, int, str], dict[tuple[datetime, datetime], int]] = defaultdict(dict)
     for d in store.data_deltas(since, until, sorted(wanted)):
         data[(d["guid"], d["port"], d["counter"])][(d["prev_at"], d["seen_at"])] = d["delta"]
