@@ -284,6 +284,11 @@ class JobError:
     not_before: datetime | None = None
     not_after: datetime | None = None
     ran_ms: int | None = None  # watchdog timeout: how long the stuck collective had run
+    # NCCL port failover (>= 2.29, NCCL_IB_RESILIENCY_PORT_FAILOVER=1): the failed device's
+    # index within its merged NIC, and the physical HCAs it may be when `hca` cannot say which
+    # (several merged NICs, each with a device at that index).
+    dev_index: int | None = None
+    hca_candidates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

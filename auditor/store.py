@@ -766,7 +766,9 @@ class Store:
                  message=[r[2].message for r in rows],
                  not_before=[_naive_or_none(r[2].not_before) for r in rows],
                  not_after=[_naive_or_none(r[2].not_after) for r in rows],
-                 ran_ms=[r[2].ran_ms for r in rows])
+                 ran_ms=[r[2].ran_ms for r in rows],
+                 dev_index=[r[2].dev_index for r in rows],
+                 hca_candidates=[list(r[2].hca_candidates) for r in rows])
 
     def add_job_logs(self, logs: Sequence[JobLogMeta]) -> None:
         """What each job log says about its NCCL and its time span, in one statement."""

@@ -1,7 +1,8 @@
 """Fixture, rule, conversion and fuzz tests for the job-log parser (auditor/parse/joblog/).
 
 Every `tests/fixtures/joblog/<case>.txt` holds lines copied verbatim from a public log (the
-`.json` "about" names the sources) and is parsed with its terminators using the "params" of
+`.json` "about" names the sources), except `*_from_format_strings` cases, written from NCCL's
+format strings at a named tag where no public log exists (their "about" cites file and line), and is parsed with its terminators using the "params" of
 `<case>.json`; the result is compared with that JSON: errors as compact records (None fields and
 `message` left out), `first` as line numbers, unparsed lines as [line_no, reason], the ignored
 count, hosts, hca_ports as [host, hca, port] and addresses.
@@ -30,6 +31,7 @@ CASES = sorted(FIXTURES.glob("*.txt"))
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+$")
 FIELDS = (
     "kind", "network", "host", "hca", "hca_port", "peer", "status", "status_name", "rank",
+    "dev_index", "hca_candidates",
 )
 
 
@@ -50,6 +52,8 @@ def record(e: JobError) -> dict[str, Any]:
     out: dict[str, Any] = {"line_no": e.line_no, "at": e.at.isoformat() if e.at else None}
     for name in FIELDS:
         value = getattr(e, name)
+        if isinstance(value, tuple):
+            value = list(value) or None
         if value is not None:
             out[name] = value
     if out["at"] is None:

@@ -221,3 +221,66 @@ def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -
     one = _killers([(a, fa), (b, fb)], set(), fault, death, start, RankingSettings())
     two = _killers([(b, fb), (a, fa)], set(), fault, death, start, RankingSettings())
     assert [k[1] for k in one] == [k[1] for k in two] == [a, b]
+
+
+def test_a_port_nccl_failed_over_from_is_shown_below_a_link_that_killed_a_job(
+        tmp_path: Path) -> None:
+    """Issue #14, degraded but not dead: NCCL >= 2.29 with NCCL_IB_RESILIENCY_PORT_FAILOVER=1
+    moved a job off a port and the job completed. The job log is written from the v2.29.7-1
+    format strings (no public capture exists; see
+    tests/fixtures/joblog/nccl_2_29_port_failover_from_format_strings.json)."""
+    from datetime import UTC, datetime, timedelta
+
+    from auditor.demo import build_demo
+
+    db = tmp_path / "demo.duckdb"
+    build_demo(db)
+    links = json.loads(runner.invoke(app, ["--db", str(db), "links", "--format",
+                                           "json"]).stdout)
+    killer, failed_over = [lk for lk in links if lk["a_name"] in ("gpu-node-01", "gpu-node-02")
+                           and lk["b_name"].startswith("leaf")]
+    now = datetime.now(UTC).replace(microsecond=0)
+    down = now - timedelta(hours=3)
+    up = down + timedelta(seconds=90)
+    leaf, port = killer["b_name"], killer["b_port"]
+    log = tmp_path / "switch.log"
+    log.write_text(
+        f"{down.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{port} "
+        "changed state to DOWN\n"
+        f"{up.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{port} "
+        "changed state to UP\n")
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|State|Start|End|NodeList\n"
+                     f"8001|FAILED|{(down - timedelta(hours=1)):{fmt}}|"
+                     f"{(down + timedelta(seconds=60)):{fmt}}|{killer['a_name']}\n"
+                     f"8002|COMPLETED|{(down - timedelta(hours=1)):{fmt}}|"
+                     f"{(down + timedelta(hours=1)):{fmt}}|{failed_over['a_name']}\n")
+    host, at = failed_over["a_name"], down + timedelta(minutes=10)
+    joblog = tmp_path / "rank0.log"
+    joblog.write_text(
+        f"{host}:4122:4122 [0] NCCL INFO NET/IB : Made virtual device [2] "
+        "name=mlx5_1+mlx5_0 speed=400000 ndevs=2\n"
+        f"\n[{at:%Y-%m-%d %H:%M:%S}] {host}:4122:4190 [0] "
+        "transport/net_ib/p2p_resiliency.cc:312 NCCL WARN NET/IB: "
+        "ncclIbResiliencyHandleDeviceFailure: Device 1 marked as failed. "
+        "(send comm=0x7f3a5c012000)\n")
+    for args in (["ingest", str(log)], ["ingest", "--kind", "sacct", str(sacct)],
+                 ["ingest", "--kind", "joblog", "--job", "8002", str(joblog)]):
+        res = runner.invoke(app, ["--db", str(db), *args])
+        assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              (now + timedelta(minutes=1)).isoformat(), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    ranked = json.loads(res.stdout)["suspects"]
+
+    def place(link: dict) -> int:
+        return next(i for i, s in enumerate(ranked)
+                    if {e["name"] for e in s["ends"]} == {link["a_name"], link["b_name"]})
+
+    assert ranked[place(killer)]["jobs_failed"] == 1
+    mine = ranked[place(failed_over)]
+    assert place(killer) < place(failed_over)
+    assert mine["component"] == "cable" and mine["jobs_failed"] == 0
+    assert f"NCCL failed over from this port at {at:%Y-%m-%d %H:%M:%S} (job 8002 lived on)" in (
+        mine["evidence"])

@@ -21,6 +21,9 @@ Everything here gathers evidence per link (and per switch or host for common-mod
   uplinks, never the host's other rails. A port-error async event of an HCA votes for its cable.
 - A link-down only LinkDownedCounter saw (no log, e.g. the switch's syslog is lost) joins a job
   whose NCCL named that HCA between the two counter readings: it is the flap that killed it.
+- A port NCCL failed over from (>= 2.29, NCCL_IB_RESILIENCY_PORT_FAILOVER=1; the job log's
+  `Device N marked as failed.` WARN, its HCA from the log's merged-NIC lines) is evidence on
+  that HCA's cable, or on each HCA it may be, whatever became of the job (issue #14).
 - Logs ingested without a job id are matched to the job that ran on the hosts they name at the
   time they show (or, undated, when the file was written), so their GPU causes and untimed lines
   count as if `--job` had been given.
@@ -86,6 +89,9 @@ class LinkEvidence:
     degraded: str = ""  # "running at 1X HDR, could be 4X HDR" from the newest snapshot
     port_errors: set[str] = field(default_factory=set)  # jobs whose HCA saw this port go down
     survived: set[str] = field(default_factory=set)  # jobs that ran across a deadly flap and lived
+    # NCCL port failovers off this link's HCA port (issue #14): at, host, job id, the HCAs the
+    # log says it may have been when it cannot say which (else empty)
+    failovers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -608,11 +614,35 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         else:
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
+    _failovers(links, errors, matched, since, until, resolver, hcas, g)
     # Optics trends need weeks of readings, whatever the window asked about (issue #14).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names, no_logs, watch)
+
+
+def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
+               matched: dict[int, str], since: datetime, until: datetime,
+               resolver: _HostResolver, hcas: _Hcas, g: graph.FabricGraph) -> None:
+    """NCCL port failovers (>= 2.29, NCCL_IB_RESILIENCY_PORT_FAILOVER=1): the port NCCL moved a
+    job's traffic off, whether or not the job failed later. Its WARN line is stamped (debug.cc
+    at v2.29.7-1 stamps WARN lines), so only failovers dated inside the window count."""
+    for e in errors:
+        at = e["event_at"]
+        if e["kind"] != "port_failover" or at is None or not since <= at <= until:
+            continue
+        host = resolver.host(e["host"])
+        if host is None:
+            continue
+        one_of = tuple(e["hca_candidates"] or ())
+        devices = [e["hca"]] if e["hca"] else list(one_of)
+        record = {"at": at, "host": host, "job_id": e["job_id"] or matched.get(e["source_id"]),
+                  "one_of": one_of if len(one_of) > 1 else ()}
+        for device in devices:
+            guid = hcas.by_device.get((host, device))
+            for lk in _link_keys(graph.node_links(g, guid)) if guid else []:
+                links.setdefault(lk, LinkEvidence(lk)).failovers.append(record)
 
 
 def _survivors(links: dict[LinkKey, LinkEvidence],

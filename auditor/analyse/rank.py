@@ -133,6 +133,17 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
         ids = ", ".join(sorted(le.port_errors)[:5])
         evidence.append(f"the HCA reported this port down (NCCL port-error event) in "
                         f"{len(le.port_errors)} job(s) ({ids})")
+    if le.failovers:
+        # Issue #14, degraded but not dead: NCCL moved a job off this port and the job lived
+        # on. Shown, but half a point: below any link that killed a job (3 points a job).
+        points += 0.5
+        for f in sorted(le.failovers, key=lambda f: f["at"])[:3]:
+            job = f"job {f['job_id']}" if f["job_id"] else "its job"
+            # With several merged NICs the log names a device index only: say so.
+            evidence.append(f"NCCL failed over from this port at {_fmt(f['at'])} ({job} lived "
+                            "on)" + (f"; the log says only that it was one of "
+                                     f"{', '.join(f['one_of'])} on {f['host']}"
+                                     if f["one_of"] else ""))
     if le.votes:
         points += _rule(scored, "votes", 2 * le.votes)
         evidence.append(f"NCCL error pairs of {len(le.voters)} job(s) point here "

@@ -30,6 +30,16 @@ Kinds (`network` = the line itself points at the fabric):
   port error, port active and local catastrophic error (HCA fatal); QP/CQ/SRQ, LID/SM/P_Key/GID
   changes are not.
   `PORT_ERR` may come from the other port of a dual-port card (open-mpi/ompi#180).
+* `port_failover` (not network: the job went on) / `failover_failed` (network): NCCL >= 2.29
+  with NCCL_IB_RESILIENCY_PORT_FAILOVER=1, `Device N marked as failed.` / `Could not find a
+  replacement QP ... (devIndex=N)` (src/transport/net_ib/p2p_resiliency.cc:312 / :95 at
+  v2.29.7-1). `dev_index` is N, the device's place in its merged NIC; the HCA comes from the
+  `NET/IB : Made virtual device [n] name=mlx5_0+mlx5_1 ... ndevs=2` lines (init.cc:190) of the
+  process (or host): the NIC the rank's `via NET/IB/<n>` names, else the host's only merged NIC,
+  else `hca_candidates` lists the HCAs it may be. Without those INFO lines no HCA is guessed.
+  A resiliency completion error (`Got completion with error (devIndex=N, ...`, status 5 or 12)
+  of a process that then failed over from device N is not network. `Replacing QP` (:88) is
+  ignored: the :312 WARN before it says the same, stamped.
 * `remote_error`: PyTorch `NCCL error[ in: file:line], remote process exited or there was a
   network error, NCCL version ...`, `ncclRemoteError: ...`, `Last error: <text>` on the same line
   or the next lines (same stream); also ncclSystem/InternalError whose Last error is NET/IB text

@@ -33,6 +33,7 @@ from auditor.parse.joblog.recognise import (
     read_async,
     read_completion,
     read_embedded,
+    read_failover,
     read_gpu,
     read_socket,
 )
@@ -69,6 +70,15 @@ _USING_RE = re.compile(r"NET/IB\w* ?: Using (?P<devs>.*?); OOB (?:[\w.-]+:(?P<ip
 _USING_DEV_RE = re.compile(r"\[(\d+)\]([\w.-]+):(\d+)/")
 _BOOTSTRAP_RE = re.compile(r"Bootstrap ?: Using [\w.-]+:(?P<ip>\S+?)<\d+>")
 _CHANNEL_RE = re.compile(r"via NET/IB\w*/(\d+)")
+# src/transport/net_ib/init.cc:190 at v2.29.7-1 (INFO): every physical device first becomes a
+# virtual one of its own (ndevs=1, :380), then each merged NIC (NCCL_IB_MERGE_NICS) gets the
+# next index, named by its devices joined with `+` (:166-171) in the order `devIndex` counts.
+_VDEVICE_RE = re.compile(
+    r"NET/IB\w* ?: Made virtual device \[(?P<n>\d+)\] name=(?P<name>\S+) speed=-?\d+ "
+    r"ndevs=(?P<ndevs>\d+)"
+)
+# The statuses NCCL's resiliency treats as survivable (p2p_resiliency.cc:29-33, v2.29.7-1).
+_SURVIVABLE_STATUSES = frozenset({5, 12})
 _USING_FAST_RE = re.compile(r"([\w.-]+):(\d+):\d+ \[\d+\] NCCL INFO (NET/IB\w* ?: Using .*)$")
 _CHANNEL_FAST_RE = re.compile(
     r"([\w.-]+):\d+:\d+ \[(\d+)\] NCCL INFO Channel [^\n]*? via NET/IB\w*/(\d+)"
@@ -121,6 +131,8 @@ class _Draft:
     stream: str = ""
     pid: str | None = None
     ran_ms: int | None = None
+    dev_index: int | None = None
+    hca_candidates: tuple[str, ...] = ()
 
     def take(self, ev: Evidence) -> None:
         self.peer = ev.peer or self.peer
@@ -164,6 +176,9 @@ class _Run:
         # host may see different lists when NCCL_IB_HCA pins one NIC per rank.
         self.using: dict[tuple[str, ...], _Devices] = {}
         self.using_memo: dict[tuple[str, str], _Devices] = {}
+        # Merged NICs (more than one device) by ("p", host, pid) and ("h", host): index -> the
+        # physical HCAs in devIndex order.
+        self.vdevices: dict[tuple[str, ...], dict[int, tuple[str, ...]]] = {}
         self.count = 0  # lines seen, to expire continuations of a stream that went quiet
         self.channels: dict[tuple[str, str], set[int]] = {}
         self.stream_hosts: dict[str, str] = {}
@@ -334,7 +349,10 @@ class _Run:
             kind or ev.kind, ev.network if network is None else network, line_no, line,
             self._message(env), self._time(env), self._host(env), ev.hca, ev.hca_port,
             ev.peer, ev.status, ev.status_name, env.rank, stream=env.stream, pid=env.pid,
+            dev_index=ev.dev_index,
         )
+        if ev.dev_index is not None and d.hca is None:
+            self._merged_device(d, env.dev)
         if ev.ib or d.kind in ("setup_error", "poll_error"):
             self._locate(d, env.dev)
         return d
@@ -370,6 +388,30 @@ class _Run:
             else:
                 self.result.hca_ports[(host, d.hca)] = d.hca_port
 
+    def _merged_device(self, d: _Draft, dev: str | None) -> None:
+        """The HCA a resiliency `devIndex` stands for: the device at that index of the merged
+        NIC the rank's `Channel` lines use when they name one only, else of the host's only
+        merged NIC; with several, the HCAs it may be (`hca_candidates`)."""
+        host, i = d.host, d.dev_index
+        if host is None or i is None:
+            return
+        merged = (self.vdevices.get(("p", host, d.pid)) if d.pid is not None else None
+                  ) or self.vdevices.get(("h", host))
+        if not merged:
+            return
+        nets = self.channels.get((host, dev)) if dev is not None else None
+        if nets is not None and len(nets) == 1:
+            (n,) = nets
+            names = merged.get(n)
+            if names is not None:
+                d.hca = names[i] if i < len(names) else None
+                return
+        found = sorted({names[i] for names in merged.values() if i < len(names)})
+        if len(found) == 1:
+            d.hca = found[0]
+        elif found:
+            d.hca_candidates = tuple(found)
+
     # -- recognisers ----------------------------------------------------------------------
 
     def _ib(self, line_no: int, line: str) -> Outcome:
@@ -377,6 +419,15 @@ class _Run:
             ev = read_completion(line)
         elif "async" in line:
             ev = read_async(line)
+        elif "Made virtual device" in line:
+            self._vdevice(line)
+            return _IGNORED
+        elif "Replacing QP" in line:
+            # p2p_resiliency.cc:88 (INFO, one per QP, unstamped): the :312 WARN just before it
+            # names the same device once, stamped.
+            return _IGNORED
+        elif "failed" in line or "replacement QP" in line:
+            ev = read_failover(line)
         else:
             return None
         if ev is None or isinstance(ev, str):
@@ -541,6 +592,18 @@ class _Run:
         if stream:
             self.using[("s", stream)] = devs
 
+    def _vdevice(self, line: str) -> None:
+        env = read_envelope(line)
+        host = self._host(env)
+        m = _VDEVICE_RE.search(env.body)
+        if host is None or m is None or int(m.group("ndevs")) < 2:
+            return  # a plain physical device: a communicator on it has nothing to fail over to
+        names = tuple(m.group("name").split("+"))
+        for key in (("h", host), ("p", host, env.pid)) if env.pid is not None else (("h", host),):
+            merged = self.vdevices.setdefault(key, {})
+            if len(merged) < 64:
+                merged[int(m.group("n"))] = names
+
     def _bootstrap(self, line: str) -> None:
         env = read_envelope(line)
         host = self._host(env)
@@ -654,6 +717,7 @@ class _Run:
         res.nccl_versions = self.versions
         res.nccl_env = self.env
         kept = [d for d in self.drafts if d.drop is None]
+        _demote_survived(kept)
         res.unparsed += [(d.line_no, d.line, d.drop) for d in self.drafts if d.drop is not None]
         ats = [d.at if not isinstance(d.at, int) else resolved[d.at] for d in kept]
         before, after = _neighbours(ats)
@@ -666,11 +730,28 @@ class _Run:
                 d.status_name, d.rank, d.line_no, d.message,
                 None if at is not None or lo is None else lo - _NEIGHBOUR_SLACK,
                 None if at is not None or hi is None else hi + _NEIGHBOUR_SLACK,
-                d.ran_ms,
+                d.ran_ms, d.dev_index, d.hca_candidates,
             ))
         res.unparsed.sort(key=lambda u: u[0])
         res.first = first_errors(res.errors)
         return res
+
+
+def _survived_key(d: _Draft) -> tuple[str | None, str | None, int | None]:
+    return d.host, d.pid, d.dev_index
+
+
+def _demote_survived(kept: list[_Draft]) -> None:
+    """A resiliency completion error (p2p_resiliency.cc:802) that its process then failed over
+    from (:312 names the same device) did not end the job: not network. A fatal status (not
+    flush or retry-exceeded, :29-35) stays network whatever followed."""
+    failed_over = {_survived_key(d) for d in kept if d.kind == "port_failover"}
+    if not failed_over:
+        return
+    for d in kept:
+        if (d.network and d.dev_index is not None and d.status in _SURVIVABLE_STATUSES
+                and d.kind != "failover_failed" and _survived_key(d) in failed_over):
+            d.network = False
 
 
 def _neighbours(ats: list[datetime | None]

@@ -19,6 +19,7 @@ class Evidence(NamedTuple):
     hca: str | None = None
     hca_port: int | None = None
     ib: bool = False  # an IB completion or async event (what makes a remote_error network)
+    dev_index: int | None = None  # NCCL resiliency: the device's index within its merged NIC
 
 
 # `from peer X<port>` is absent before 2.10 and empty when NCCL could not name the socket. The
@@ -27,7 +28,7 @@ _COMPLETION_RE = re.compile(
     r"Got completion (?:from peer (?:(?P<peer>\S+?)(?:<\d+>)?)? ?)?with "
     r"(?:error (?P<old>\d+)\b"
     r"|status=(?:(?P<name>IBV_WC_\w+)\((?P<named>\d+)\)|(?P<num>\d+))"
-    r"|error \(devIndex=\d+, wc->status=\((?P<rname>\w+)\)(?P<rnum>\d+))"
+    r"|error \(devIndex=(?P<rdev>\d+), wc->status=\((?P<rname>\w+)\)(?P<rnum>\d+))"
 )
 _HCA_TAIL_RE = re.compile(r"\bhca ([\w.-]+)")
 _ASYNC_RE = re.compile(
@@ -72,8 +73,40 @@ def read_completion(text: str) -> Evidence | str | None:
     kind, network = status_kind(code)
     hca = _HCA_TAIL_RE.search(text, m.end())
     name = m.group("name") or m.group("rname") or status_name(code)
+    rdev = m.group("rdev")
     return Evidence(kind, network, m.group("peer") or None, code, name,
-                     hca.group(1) if hca else None, None, True)
+                     hca.group(1) if hca else None, None, True,
+                     int(rdev) if rdev is not None else None)
+
+
+# NCCL port failover, src/transport/net_ib/p2p_resiliency.cc at v2.29.7-1 (off unless
+# NCCL_IB_RESILIENCY_PORT_FAILOVER=1, :12). `devIndex` indexes the devices of the merged NIC
+# (`NET/IB : Made virtual device [n] name=mlx5_0+mlx5_1 ...`, net_ib/init.cc:190) the
+# communicator runs on. :312 WARN, once per communicator and device, just after :40 judged the
+# error "not fatal" (the job goes on over the NIC's other devices):
+_FAILED_DEVICE_RE = re.compile(r"NET/IB: \w+: Device (?P<dev>\d+) marked as failed\.")
+# :95 WARN: no QP on a working device was left to take the failed one's traffic; the
+# communicator returns ncclInternalError, so the job dies of the port loss after all.
+_NO_REPLACEMENT_RE = re.compile(
+    r"NET/IB: \w+: Could not find a replacement QP for the failed QP with qpIndex=\d+ "
+    r"\(devIndex=(?P<dev>\d+)\)"
+)
+
+
+def read_failover(text: str) -> Evidence | str | None:
+    """A port failover (`port_failover`, not network: the job lived on) or a failover that
+    found no replacement (`failover_failed`, network); None for other resiliency lines."""
+    if "marked as failed." in text and "was already marked" not in text:
+        m = _FAILED_DEVICE_RE.search(text)
+        if m is None:
+            return "unreadable NCCL port failover"
+        return Evidence("port_failover", False, dev_index=int(m.group("dev")))
+    if "Could not find a replacement QP" in text:
+        m = _NO_REPLACEMENT_RE.search(text)
+        if m is None:
+            return "unreadable NCCL port failover"
+        return Evidence("failover_failed", True, dev_index=int(m.group("dev")))
+    return None
 
 
 def read_async(text: str) -> Evidence | str | None:
