@@ -68,6 +68,16 @@ duckdb.sql("select count(*) from read_csv($p, columns={'line': 'VARCHAR'}, delim
            "null_padding=true)", params={"p": sys.argv[1:]}).fetchall()
 """
 
+# The same file loaded into a new database file: like the ingest, it reads and writes rows
+# (the ingest writes 13x as many: one per job and host).
+_SACCT_LOAD = """
+import duckdb, sys
+con = duckdb.connect(sys.argv[2])
+con.execute("create table t as select * from read_csv($p, delim='|', header=true, "
+            "all_varchar=true)", {"p": sys.argv[1]})
+con.close()
+"""
+
 _SACCT_SCAN = """
 import duckdb, sys
 duckdb.sql("select count(*) from read_csv($p, delim='|', header=true, all_varchar=true)",
@@ -241,6 +251,13 @@ def main() -> None:
             jobs = sum(1 for _ in sacct.open()) - 1
             row(f"auditor ingest --kind sacct ({jobs:,} jobs)", "sacct_process", took, peak,
                 "DuckDB read_csv", base)
+            loaded = work / "load.duckdb"
+            load, _ = median_of(args.repeat, lambda: [PY, "-c", _SACCT_LOAD, str(sacct),
+                                                      str(loaded)],
+                                prepare=lambda: loaded.unlink(missing_ok=True))
+            figures["sacct_process_load_baseline_s"] = load
+            print(f"{'':<44} baseline 2: DuckDB loading it into a new database {load:6.2f} s "
+                  f"({took / load:4.1f}x)", flush=True)
         if "counters" in args.only:
             start, snap = counters_snapshot(scale, work)
             db = work / "counters.duckdb"
