@@ -71,6 +71,9 @@ class JobLogMeta:
     nccl_versions: tuple[str, ...]
     ib_timeout: int | None
     ib_retry_cnt: int | None
+    # (host as printed, HCA) of the log's `NET/IB : Using` lists; NCCL_IB_HCA as printed
+    using: frozenset[tuple[str, str]] = frozenset()
+    ib_hca: str | None = None
 
 
 def _naive_or_none(moment: datetime | None) -> datetime | None:
@@ -688,7 +691,9 @@ class Store:
                  written_at=[_naive_or_none(m.written_at) for m in logs],
                  nccl_versions=[list(m.nccl_versions) for m in logs],
                  ib_timeout=[m.ib_timeout for m in logs],
-                 ib_retry_cnt=[m.ib_retry_cnt for m in logs])
+                 ib_retry_cnt=[m.ib_retry_cnt for m in logs],
+                 using=[[{"host": h, "hca": c} for h, c in sorted(m.using)] for m in logs],
+                 ib_hca=[m.ib_hca for m in logs])
 
     def job_logs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until))

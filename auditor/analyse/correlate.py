@@ -41,6 +41,7 @@ from typing import Any
 from auditor import graph
 from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
+from auditor.analyse.healthy import HealthyJob, healthy_jobs
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
@@ -83,6 +84,8 @@ class LinkEvidence:
     degraded: str = ""  # "running at 1X HDR, could be 4X HDR" from the newest snapshot
     port_errors: set[str] = field(default_factory=set)  # jobs whose HCA saw this port go down
     survived: set[str] = field(default_factory=set)  # jobs that ran across a deadly flap and lived
+    # COMPLETED jobs whose traffic crossed it through a flap longer than they could wait (#15)
+    healthy: list[HealthyJob] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -530,6 +533,12 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         else:
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
+    crossed = healthy_jobs({k: le.flaps for k, le in links.items() if le.flaps},
+                           lambda spans: store.jobs_during(since, until, spans), resolver.host,
+                           fabric, g, logs, matched, {j: v.errors for j, v in views.items()},
+                           cfg, in_use)
+    for link, found in crossed.items():
+        links[link].healthy = found
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names, no_logs)
 
