@@ -890,6 +890,10 @@ def simulate(
     lost_switch_logs: Annotated[int | None, typer.Option(
         "--lost-switch-logs", help="switches left out of logs/switches.log (default 0)")
     ] = None,
+    harmless_flaps: Annotated[int | None, typer.Option(
+        "--harmless-flaps", help="sound links (leaf uplinks and host cables in turn) whose long "
+        "flaps adaptive routing or NCCL port failover absorb: no job dies of them; listed as "
+        "harmless_links in truth.json (default 0)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -917,13 +921,16 @@ def simulate(
                 None if v.lower() in ("default", "none") else int(v) for v in words)
         given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
-                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs}
+                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
+                 "harmless_flaps": harmless_flaps}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
         raise AuditorError(f"simulate: {exc}") from None
-    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
+    harmless = (f", {len(truth.harmless_links)} harmless link(s)" if truth.harmless_links
+                else "")
+    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
          f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs; "
          f"ground truth in {out / 'truth.json'}")
 

@@ -2,7 +2,8 @@
 longer than they could wait make its flaps weigh less, unless the link also killed a job.
 
 A hand-built store through the real ingest pins the crossing rules (rails from the job's own
-logs, one-host jobs, the time margins, NCCL_IB_HCA) and the precedence of killing evidence."""
+logs, one-host jobs, the time margins, NCCL_IB_HCA) and the precedence of killing evidence; a
+small generated scenario with `harmless_flaps` shows a harmless link going below a killer."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from auditor.analyse.correlate import Evidence, gather, link_of
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
@@ -18,6 +21,7 @@ from auditor.ingest.jobs import JobOptions, ingest_job_files
 from auditor.ingest.logs import LogOptions, ingest_logs
 from auditor.nccl import ib_hca_selects
 from auditor.parse.joblog import parse_joblog
+from auditor.simulate.evaluate import evaluate, load_scenario
 from auditor.simulate.scenario import generate
 from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
@@ -183,3 +187,68 @@ def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path:
     le.healthy = []
     without = _mine(as_json(ev, rank(ev)), names)
     assert (mine["rank"], mine["score"]) == (without["rank"], without["score"])
+
+
+# ------------------------------------------------------------------ a generated scenario
+
+
+@pytest.fixture(scope="module")
+def harmless(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Evidence, Path]:
+    folder = tmp_path_factory.mktemp("harmless")
+    generate(folder / "s", seed=18, spines=4, leaves=8, hosts_per_leaf=4, harmless_flaps=2)
+    truth = load_scenario(folder / "s", folder / "a.duckdb")
+    with Store(folder / "a.duckdb", read_only=True) as store:
+        ev = gather(store, utc_naive(parse_instant(truth["window_start"])),
+                    utc_naive(parse_instant(truth["window_end"])))
+    return truth, ev, folder
+
+
+def _key(ends: list[dict[str, Any]]) -> frozenset[tuple[str, int]]:
+    return frozenset((e["name"], e["port"]) for e in ends)
+
+
+def test_a_harmless_link_goes_below_a_link_that_killed(
+        harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
+    truth, ev, _ = harmless
+    after = as_json(ev, rank(ev))["suspects"]
+    saved = {k: le.healthy for k, le in ev.links.items()}
+    for le in ev.links.values():
+        le.healthy = []
+    before = as_json(ev, rank(ev))["suspects"]
+    for k, found in saved.items():
+        ev.links[k].healthy = found
+    crossed = {_key(h["ends"]): {j for c in h["crossed_by"] for j in c}
+               for h in truth["harmless_links"]}
+    rank_before = {_key(s["ends"]): s["rank"] for s in before}
+    killers = [s for s in after if s["jobs_failed"] and s["component"] not in ("switch", "host")]
+    moved = [(s, k) for s in after if _key(s["ends"]) in crossed for k in killers
+             if rank_before[_key(s["ends"])] < rank_before[_key(k["ends"])]
+             and s["rank"] > k["rank"]]
+    assert moved, "a harmless link that outranked a killer goes below it"
+    for s, _ in moved:
+        assert s["jobs_failed"] == 0 and s["survived_points_off"] > 0
+        # every job it names did cross that link in the simulation, and none died of it
+        assert set(s["survived_jobs"]) <= crossed[_key(s["ends"])]
+        assert any(line.startswith(f"survived by {len(s['survived_jobs'])} job(s) that crossed "
+                                   "it (") and "its flaps did not kill traffic" in line
+                   for line in s["evidence"])
+    bad = {_key(b["ends"]) for b in truth["bad_cables"]}
+    assert not bad & set(crossed)
+
+
+def test_the_benchmark_scores_harmless_links_before_and_after(
+        harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
+    truth, _, folder = harmless
+    score, _ = evaluate(folder / "s", folder / "b.duckdb", before=True)
+    before = score.before
+    assert before is not None and before.before is None
+    assert len(score.harmless_ranks) == len(before.harmless_ranks) == 2
+    for scored in (before, score):
+        # a harmless link in the top K is a false blame, one below it is not
+        in_top = [r for r in scored.harmless_ranks if r is not None and r <= scored.k]
+        names = [" <-> ".join(f"{e['name']}[{e['port']}]" for e in h["ends"])
+                 for h in truth["harmless_links"]]
+        assert len([b for b in scored.false_blames
+                    if any(set(b.split(" <-> ")) == set(n.split(" <-> ")) for n in names)]
+                   ) == len(in_top)
+    assert sum(r or 99 for r in score.harmless_ranks) > sum(r or 99 for r in before.harmless_ranks)

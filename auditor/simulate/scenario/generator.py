@@ -20,6 +20,7 @@ from auditor.simulate.scenario.fabric import (
 )
 from auditor.simulate.scenario.faults import _Flap, _lost_switches, _NodeKey, _Plan, _plan_faults
 from auditor.simulate.scenario.formats import _ibqueryerrors, _switch_log
+from auditor.simulate.scenario.harmless import _harmless_truth, _plan_harmless
 from auditor.simulate.scenario.jobs import _assign_sacct_ids, _Job, _sacct, _schedule_jobs
 from auditor.simulate.scenario.options import Scenario, ScenarioOptions
 from auditor.simulate.scenario.truth import (
@@ -69,6 +70,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     total = sc.days * 86400.0
     fab = _build_fabric(sc, rng_for("fabric"))
     plan = _plan_faults(sc, fab, rng_for("faults"))
+    _plan_harmless(sc, fab, plan, rng_for("harmless"))
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
@@ -96,6 +98,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
                     job.network = replace(job.network, job_id=job.sacct_id)
                 if job.other is not None:
                     job.other = replace(job.other, job_id=job.sacct_id)
+
+    harmless = _harmless_truth(fab, plan, jobs, clock, rng_for("harmless-logs"))
 
     topology_at = 120.0 + rng_log.uniform(0, 60)
     write("topology/ibnetdiscover.txt", _ibnetdiscover(fab, clock.at(topology_at)))
@@ -129,8 +133,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
 
     write("inventory.csv", _inventory(fab))
     write("cabling.csv", _cabling(fab))
-    truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
-                   arrays, het)
+    truth = replace(_truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
+                           arrays, het), harmless_links=harmless)
     write("truth.json", json.dumps(truth.to_json(), indent=1) + "\n")
     return truth
 

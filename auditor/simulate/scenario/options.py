@@ -31,6 +31,10 @@ FAULT_SYMBOL = "symbol_errors"
 CAUSE_REBOOT = "switch_reboot"
 CAUSE_MAINTENANCE = "maintenance"
 CAUSE_RESEAT = "reseat"
+# Flaps of sound links that something absorbs (`harmless_flaps`): every job lives through them.
+CAUSE_ADAPTIVE_ROUTING = "adaptive_routing"  # a leaf uplink; the leaf routes around it
+CAUSE_PORT_FAILOVER = "port_failover"  # a host's HCA cable; NCCL moves the rail's connections
+ABSORBED_CAUSES = frozenset({CAUSE_ADAPTIVE_ROUTING, CAUSE_PORT_FAILOVER})
 
 
 class ScenarioOptions(TypedDict, total=False):
@@ -63,6 +67,7 @@ class ScenarioOptions(TypedDict, total=False):
     launcher_prefixes: bool
     sacct_steps: bool
     lost_switch_logs: int
+    harmless_flaps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +111,8 @@ class Scenario:
     launcher_prefixes: bool = False  # one launcher style per job log: srun -l, torchrun, ts, CRI
     sacct_steps: bool = False  # sacct without -X: steps, a few array tasks and a het job
     lost_switch_logs: int = 0  # switches whose lines are missing from logs/switches.log
+    # Sound links whose long flaps are absorbed (see harmless.py); 0 leaves every file as it was.
+    harmless_flaps: int = 0
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -150,6 +157,8 @@ class Scenario:
             raise ValueError("lost_switch_logs must be between 0 and the number of switches")
         if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0:
             raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
+        if self.harmless_flaps < 0:
+            raise ValueError("harmless_flaps must be >= 0")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
         if self.switch_reboots > self.spines + self.leaves:
@@ -158,6 +167,7 @@ class Scenario:
         if min(counts.values()) < 0:
             raise ValueError("fault counts must be >= 0")
         cables = sum(counts[k] for k in (FAULT_FREQUENT, FAULT_RARE, FAULT_SYMBOL, CAUSE_RESEAT))
+        cables += self.harmless_flaps
         if cables > (self.host_links + self.switch_links) // 2:
             raise ValueError("too many faulty cables for this fabric")
         if counts[CAUSE_MAINTENANCE] > max(1, self.hosts // 4):
@@ -200,4 +210,6 @@ class Scenario:
         out["start"] = _iso(self.start.astimezone(UTC))
         out["nccl_versions"] = list(self.nccl_versions)
         out["ib_timeouts"] = list(self.ib_timeouts)
+        if not self.harmless_flaps:
+            del out["harmless_flaps"]  # off: truth.json stays what it was before the option
         return out

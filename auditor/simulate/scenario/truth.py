@@ -38,7 +38,9 @@ class FlapRecord:
     down_at: datetime  # physical time (UTC); switch stamps add their clock skew
     up_at: datetime
     duration_s: float
-    cause: str  # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat
+    # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat;
+    # adaptive_routing, port_failover (harmless_flaps)
+    cause: str
     logged_by: tuple[str, ...]  # switches whose log lines show it
 
 
@@ -52,6 +54,18 @@ class BadCable:
     flaps: tuple[Interval, ...]
     symbol_error_ends: tuple[int, ...] = ()  # indices into `ends` whose symbol errors rise
     symbol_onset: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HarmlessLink:
+    """A sound link whose long flaps something absorbed (`harmless_flaps`): not a bad cable."""
+
+    link: str
+    kind: str  # "host" (HCA - leaf) or "switch" (leaf - spine)
+    mechanism: str  # adaptive_routing (a leaf uplink) or port_failover (an HCA cable)
+    ends: tuple[End, End]
+    flaps: tuple[Interval, ...]
+    crossed_by: tuple[tuple[str, ...], ...]  # per flap: the jobs whose traffic crossed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,11 +178,14 @@ class GroundTruth:
     lost_switch_logs: tuple[str, ...] = ()  # switches with no line in logs/switches.log
     array_jobs: tuple[str, ...] = ()  # sacct JobIDs of array tasks (`123_7`), sacct_steps only
     het_jobs: tuple[str, ...] = ()  # het job ids (`123` of `123+0`, `123+1`), sacct_steps only
+    harmless_links: tuple[HarmlessLink, ...] = ()  # harmless_flaps only (absent from JSON else)
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types: datetimes as ISO 8601 UTC with `Z`, tuples as lists."""
         data = asdict(self)
+        if not data["harmless_links"]:
+            del data["harmless_links"]  # the option off: truth.json as it was without it
         return {"schema": data.pop("schema"), **_jsonable(data)}
 
 
