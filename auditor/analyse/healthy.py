@@ -46,8 +46,9 @@ LinkKey = tuple[PortKey, ...]  # as correlate.LinkKey: one or two ends, sorted
 # NCCL starts tens of seconds after the job (Python, torch, the rendezvous): before that no port
 # is open, and a port that is down when NCCL starts is never used.
 RAN_BEFORE = timedelta(minutes=2)
-# Still running this long after the link came back: it lived through the flap (the rule the
-# survivors beside the flaps already use).
+# Still running this long after the link came back: PyTorch's NCCL watchdog ends a collective
+# stuck on a broken connection after its timeout (10 min by default), so such a job was not
+# stuck on it (the margin the survivors shown beside the flaps already use).
 RAN_AFTER = timedelta(minutes=10)
 # A flap measured on second-resolution stamps may read a little long.
 MARGIN_S = 0.5
@@ -67,7 +68,7 @@ class HealthyJob:
     job_id: str
     flap: int  # index into the link's flaps (LinkEvidence.flaps)
     weight: float  # how sure it is that the job's traffic crossed the link, in (0, 1]
-    how: str  # why we think it crossed: "Using list", "NCCL_IB_HCA", "rail unknown", ...
+    how: str  # what says it crossed: "its Using list names the HCA", "rail not known", ...
 
 
 @dataclass(slots=True)
@@ -162,12 +163,15 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
     site_wait = _longest_wait(logs, cfg, in_use)
     rails = _rails(logs, matched, errors, host_of)
 
+    waits: dict[str, float] = {}
+
     def wait_of(job_id: str) -> float:
-        r = rails.get(job_id)
-        if r is None or not r.info:
-            return site_wait
-        return job_death(r.versions, r.env, site_version=cfg.nccl_version,
-                         site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use).hi
+        if job_id not in waits:
+            r = rails.get(job_id)
+            waits[job_id] = site_wait if r is None or not r.info else job_death(
+                r.versions, r.env, site_version=cfg.nccl_version,
+                site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use).hi
+        return waits[job_id]
 
     shortest = min([site_wait, *(wait_of(j) for j in rails)])
     if math.isinf(shortest):
