@@ -658,6 +658,17 @@ class Store:
                               span_lo=[utc_naive(lo) for lo, _ in spans],
                               span_hi=[utc_naive(hi) for _, hi in spans])
 
+    def jobs_through(self, since: datetime, until: datetime,
+                     spans: Sequence[tuple[datetime, datetime]], state: str
+                     ) -> list[dict[str, Any]]:
+        """Jobs of the window in `state` that ran through one of `spans` whole (started by its
+        start, ended at or after its end), with their hosts, by end time."""
+        if not spans:
+            return []
+        return self.run_dicts("jobs_through", since=utc_naive(since), until=utc_naive(until),
+                              span_lo=[utc_naive(lo) for lo, _ in spans],
+                              span_hi=[utc_naive(hi) for _, hi in spans], state=state)
+
     def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
                        ) -> None:
         """The failure lines of job logs, all in one statement: (source id, job id or None,

@@ -534,7 +534,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             unexplained += 1
     _survivors(links, lambda spans: store.jobs_during(since, until, spans), resolver, fabric)
     crossed = healthy_jobs({k: le.flaps for k, le in links.items() if le.flaps},
-                           lambda spans: store.jobs_during(since, until, spans), resolver.host,
+                           lambda spans: store.jobs_through(since, until, spans, "COMPLETED"),
+                           resolver.host,
                            fabric, g, logs, matched, {j: v.errors for j, v in views.items()},
                            cfg, in_use)
     for link, found in crossed.items():

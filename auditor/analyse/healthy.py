@@ -75,8 +75,8 @@ class HealthyJob:
 class _Rails:
     """What a job's logs say about its NCCL and the HCAs it used, by fabric host."""
 
-    using: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    named: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    using: dict[str, set[str]] = field(default_factory=dict)
+    named: dict[str, set[str]] = field(default_factory=dict)
     ib_hca: str | None = None
     versions: list[str] = field(default_factory=list)
     env: dict[str, int] = field(default_factory=dict)
@@ -98,7 +98,7 @@ def _rails(logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
         r = out[job_id]
         for pair in lg["using_hcas"]:
             if (h := host_of(pair["host"])) is not None:
-                r.using[h].add(pair["hca"])
+                r.using.setdefault(h, set()).add(pair["hca"])
         r.ib_hca = r.ib_hca or lg["ib_hca"]
         r.versions += [v for v in lg["nccl_versions"] if v not in r.versions]
         for key, col in (("NCCL_IB_TIMEOUT", "ib_timeout"), ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
@@ -107,7 +107,7 @@ def _rails(logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
     for job_id, errs in errors.items():
         for e in errs:
             if e["hca"] and e["host"] and (h := host_of(e["host"])) is not None:
-                out[job_id].named[h].add(e["hca"])
+                out[job_id].named.setdefault(h, set()).add(e["hca"])
     return out
 
 
@@ -153,25 +153,31 @@ def _longest_wait(logs: Sequence[Mapping[str, Any]], cfg: RankingSettings,
 
 
 def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
-                 jobs_during: Callable[[list[tuple[datetime, datetime]]], list[dict[str, Any]]],
+                 completed_through: Callable[[list[tuple[datetime, datetime]]],
+                                             list[dict[str, Any]]],
                  host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
                  in_use: Sequence[str]) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
-    than they could wait (see the module docstring)."""
+    than they could wait (see the module docstring). `completed_through(spans)`: the COMPLETED
+    jobs that ran through one of the spans whole, with their hosts (a month holds 100,000
+    jobs: only those are read)."""
     site_wait = _longest_wait(logs, cfg, in_use)
     rails = _rails(logs, matched, errors, host_of)
 
-    waits: dict[str, float] = {}
+    # Thousands of logs share a handful of NCCL versions and settings.
+    waits: dict[tuple[tuple[str, ...], tuple[tuple[str, int], ...]], float] = {}
 
     def wait_of(job_id: str) -> float:
-        if job_id not in waits:
-            r = rails.get(job_id)
-            waits[job_id] = site_wait if r is None or not r.info else job_death(
-                r.versions, r.env, site_version=cfg.nccl_version,
-                site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use).hi
-        return waits[job_id]
+        r = rails.get(job_id)
+        if r is None or not r.info:
+            return site_wait
+        key = (tuple(r.versions), tuple(sorted(r.env.items())))
+        if key not in waits:
+            waits[key] = job_death(r.versions, r.env, site_version=cfg.nccl_version,
+                                   site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use).hi
+        return waits[key]
 
     shortest = min([site_wait, *(wait_of(j) for j in rails)])
     if math.isinf(shortest):
@@ -187,15 +193,20 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
             informative[link] = mine
     if not informative:
         return {}
-    spans = [(down, up) for fl in informative.values() for _, down, up, _ in fl]
+    crossings = {link: c for link in informative if (c := _crossing(link, fabric, g))}
+    wanted = {h for c in crossings.values() for h in c[0]}
+    spans = [(down - RAN_BEFORE, up + RAN_AFTER) for link in crossings
+             for _, down, up, _ in informative[link]]
+    # A month of a large fabric returns thousands of jobs with tens of hosts each: each name is
+    # resolved once, and only the hosts whose traffic may cross a flapping link are indexed.
+    jobs = completed_through(spans)
+    names = {x: host_of(x) for x in {x for job in jobs for x in job["hosts"]}}
     by_host: dict[str, list[tuple[dict[str, Any], frozenset[str]]]] = defaultdict(list)
-    for job in jobs_during(spans):
-        if job["state"] != "COMPLETED" or job["start_at"] is None or job["end_at"] is None:
-            continue
-        hosts = frozenset(h for h in (host_of(x) for x in job["hosts"]) if h)
+    for job in jobs:
+        hosts = frozenset(h for x in job["hosts"] if (h := names[x]))
         if len(hosts) < 2:
             continue  # one node: its ranks talk over NVLink, PCIe or shared memory
-        for h in hosts:
+        for h in hosts & wanted:
             by_host[h].append((job, hosts))
     hca_count: dict[str, int] = defaultdict(int)
     for n in fabric.nodes.values():
@@ -203,10 +214,8 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
             hca_count[n.name] += 1
 
     out: dict[LinkKey, list[HealthyJob]] = {}
-    for link, spans_of in sorted(informative.items()):
-        crossing = _crossing(link, fabric, g)
-        if crossing is None:
-            continue
+    for link, crossing in sorted(crossings.items()):
+        spans_of = informative[link]
         hosts_here, share, uplink = crossing
         where = f", a leaf uplink carrying {share:.2f} of its flows" if uplink else ""
         found: list[HealthyJob] = []
