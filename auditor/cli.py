@@ -1039,6 +1039,10 @@ def simulate(
         "some wrong), cable lots in cabling.csv and one bad lot; the swaps in "
         "replacements.csv, the truth in truth.json's `outcomes` (needs --days 14 or more)")
     ] = False,
+    harmless_flaps: Annotated[int | None, typer.Option(
+        "--harmless-flaps", help="sound links (leaf uplinks and host cables in turn) whose long "
+        "flaps adaptive routing or NCCL port failover absorb: no job dies of them; listed as "
+        "harmless_links in truth.json (default 0)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
@@ -1069,7 +1073,8 @@ def simulate(
         given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
                  "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
-                 "optics": optics or None, "ageing_optics": ageing_optics}
+                 "optics": optics or None, "ageing_optics": ageing_optics,
+                 "harmless_flaps": harmless_flaps}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         if outcomes:
             options["outcomes"] = True
@@ -1078,7 +1083,9 @@ def simulate(
     except ValueError as exc:
         raise AuditorError(f"simulate: {exc}") from None
     ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
-    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s), "
+    harmless = (f", {len(truth.harmless_links)} harmless link(s)" if truth.harmless_links
+                else "")
+    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
          f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
          f"ground truth in {out / 'truth.json'}")
     if outcomes:

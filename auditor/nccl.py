@@ -100,6 +100,29 @@ def job_death(versions: Iterable[str], env: dict[str, int], *, site_version: str
                              f"up after {_secs(lo)} to {_secs(hi)}")
 
 
+def ib_hca_selects(spec: str, device: str, port: int | None = None) -> bool:
+    """Whether NCCL_IB_HCA (as NCCL prints it) lets NCCL use `device` port `port`. From
+    net_ib.cc and utils.cc (matchIfList): a leading `^` excludes the listed HCAs instead, then a
+    leading `=` asks for exact names instead of prefixes (`mlx5_1` also picks `mlx5_10`); the
+    list is comma-separated `name[:port]`, an entry without a port matches every port, and an
+    empty list matches every HCA."""
+    text = spec.strip()
+    exclude = text.startswith("^")
+    text = text[1:] if exclude else text
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    hit = not entries
+    for entry in entries:
+        name, _, want = entry.partition(":")
+        if want and (port is None or not want.isdigit() or int(want) != port):
+            continue
+        if device == name if exact else device.startswith(name):
+            hit = True
+            break
+    return hit != exclude
+
+
 def _secs(s: float) -> str:
     if math.isinf(s):
         return "never (IB timeout 0)"

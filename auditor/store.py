@@ -78,6 +78,9 @@ class JobLogMeta:
     nccl_versions: tuple[str, ...]
     ib_timeout: int | None
     ib_retry_cnt: int | None
+    # (host as printed, HCA) of the log's `NET/IB : Using` lists; NCCL_IB_HCA as printed
+    using: frozenset[tuple[str, str]] = frozenset()
+    ib_hca: str | None = None
 
 
 def _naive_or_none(moment: datetime | None) -> datetime | None:
@@ -746,6 +749,17 @@ class Store:
                               span_lo=[utc_naive(lo) for lo, _ in spans],
                               span_hi=[utc_naive(hi) for _, hi in spans])
 
+    def jobs_through(self, since: datetime, until: datetime,
+                     spans: Sequence[tuple[datetime, datetime]], state: str
+                     ) -> list[dict[str, Any]]:
+        """Jobs of the window in `state` that ran through one of `spans` whole (started by its
+        start, ended at or after its end), with their hosts, by end time."""
+        if not spans:
+            return []
+        return self.run_dicts("jobs_through", since=utc_naive(since), until=utc_naive(until),
+                              span_lo=[utc_naive(lo) for lo, _ in spans],
+                              span_hi=[utc_naive(hi) for _, hi in spans], state=state)
+
     def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
                        ) -> None:
         """The failure lines of job logs, all in one statement: (source id, job id or None,
@@ -781,7 +795,9 @@ class Store:
                  written_at=[_naive_or_none(m.written_at) for m in logs],
                  nccl_versions=[list(m.nccl_versions) for m in logs],
                  ib_timeout=[m.ib_timeout for m in logs],
-                 ib_retry_cnt=[m.ib_retry_cnt for m in logs])
+                 ib_retry_cnt=[m.ib_retry_cnt for m in logs],
+                 using=[[{"host": h, "hca": c} for h, c in sorted(m.using)] for m in logs],
+                 ib_hca=[m.ib_hca for m in logs])
 
     def job_logs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until))

@@ -13,8 +13,14 @@ releases and timeouts, WARN-only logs, no NCCL stamps, launcher prefixes, sacct 
 switch whose syslog is lost). `--match-logs` ingests the job logs without their job ids, so
 they are matched to jobs by host and time.
 
+`--harmless N` adds N harmless links to every scenario (`harmless_flaps`: sound links whose long
+flaps adaptive routing or NCCL's port failover absorb; a harmless link in the top K is a false
+blame) and ranks each one twice on the same evidence: without the healthy-job evidence of
+issue #15 (before) and with it (after). It prints both, and where each harmless link ranks
+among the link suspects (`-`: not a suspect; `U` a leaf uplink, `H` a host's cable).
+
     python benchmarks/bench_ranking.py [--seeds 1 2 3] [--quick] [--kind old|realistic|both]
-                                       [--match-logs]
+                                       [--match-logs] [--harmless N]
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from auditor.simulate.evaluate import evaluate
+from auditor.simulate.evaluate import Score, evaluate
 from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
 SIZES = [(4, 8, 8), (8, 16, 16), (16, 32, 16), (32, 64, 16), (64, 128, 16)]
@@ -34,11 +41,16 @@ REALISTIC_SIZES = [(8, 16, 16), (8, 32, 16), (16, 64, 16)]
 
 
 def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
-             options: ScenarioOptions, match_logs: bool) -> None:
+             options: ScenarioOptions, match_logs: bool, harmless: int = 0) -> None:
     recalls, naive, false_total, naive_false, switch_ok, runs = [], [], 0, 0, 0, 0
-    print(f"\n{kind} scenarios{' (job logs matched by host and time)' if match_logs else ''}")
+    before = _Before()
+    if harmless:
+        options = {**options, "harmless_flaps": harmless}
+    print(f"\n{kind} scenarios{' (job logs matched by host and time)' if match_logs else ''}"
+          f"{f' with {harmless} harmless link(s)' if harmless else ''}")
     print(f"{'fabric':>14} {'seed':>4} {'K':>3} {'recall@K':>8} {'false':>5} {'switch':>6} "
-          f"{'naive':>6} {'n.false':>7} {'time':>6}")
+          f"{'naive':>6} {'n.false':>7} {'time':>6}"
+          + ("  before: recall false | harmless ranks before -> after" if harmless else ""))
     for spines, leaves, hosts in sizes:
         for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
@@ -46,7 +58,8 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
                 t = time.perf_counter()
                 generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          **options)
-                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
+                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs,
+                                        before=bool(harmless))
                 took = time.perf_counter() - t
             rebooted = {r["name"] for r in truth["switch_reboots"]}
             one_switch = sorted(score.switch_suspects) == sorted(rebooted)
@@ -59,13 +72,64 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
             print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {score.k:>3} "
                   f"{score.recall:>8.2f} {len(score.false_blames):>5} "
                   f"{'yes' if one_switch else 'NO':>6} {score.naive_recall:>6.2f} "
-                  f"{score.naive_false_blames:>7} {took:>5.1f}s")
+                  f"{score.naive_false_blames:>7} {took:>5.1f}s"
+                  + (before.add(score, truth) if harmless else ""))
             for blame in score.false_blames:
                 print(f"      false blame: {blame}")
     print(f"\n{kind}: runs: {runs}; mean recall@K {statistics.mean(recalls):.3f} (target >= 0.95), "
           f"naive {statistics.mean(naive):.3f}; false blames in top K: {false_total} "
           f"(naive {naive_false}); rebooted switch as exactly one switch suspect: "
           f"{switch_ok}/{runs}")
+    if harmless:
+        before.summary(kind, recalls, false_total)
+
+
+class _Before:
+    """The same runs ranked without the healthy-job evidence, and the harmless links' places."""
+
+    def __init__(self) -> None:
+        self.recalls: list[float] = []
+        self.false = 0
+        # (mechanism, rank before, rank after, K) per harmless link
+        self.links: list[tuple[str, int | None, int | None, int]] = []
+
+    def add(self, score: Score, truth: dict[str, Any]) -> str:
+        b = score.before
+        assert b is not None  # noqa: S101 - evaluate(before=True)
+        self.recalls.append(b.recall)
+        self.false += len(b.false_blames)
+        cells = []
+        for h, rb, ra in zip(truth["harmless_links"], b.harmless_ranks, score.harmless_ranks,
+                             strict=True):
+            mech = "U" if h["kind"] == "switch" else "H"
+            self.links.append((mech, rb, ra, score.k))
+            cells.append(f"{mech}{rb if rb else '-'}->{ra if ra else '-'}")
+        return f"  {b.recall:>6.2f} {len(b.false_blames):>5} | {' '.join(cells)}"
+
+    def summary(self, kind: str, after: list[float], after_false: int) -> None:
+        print(f"{kind}, healthy-job evidence: mean recall@K {statistics.mean(self.recalls):.3f}"
+              f" -> {statistics.mean(after):.3f}; false blames in top K {self.false} -> "
+              f"{after_false}")
+        for mech, name in (("H", "host cables (port failover)"),
+                           ("U", "leaf uplinks (adaptive routing)")):
+            mine = [x for x in self.links if x[0] == mech]
+            if not mine:
+                continue
+            top_b = sum(1 for _, rb, _, k in mine if rb is not None and rb <= k)
+            top_a = sum(1 for _, _, ra, k in mine if ra is not None and ra <= k)
+            dropped = sum(1 for _, rb, ra, k in mine
+                          if rb is not None and rb <= k and not (ra is not None and ra <= k))
+            print(f"  harmless {name}: {len(mine)}; in the top K {top_b} -> {top_a} "
+                  f"({dropped} dropped out); median link rank "
+                  f"{_median([rb for _, rb, _, _ in mine])} -> "
+                  f"{_median([ra for _, _, ra, _ in mine])}")
+
+
+def _median(ranks: list[int | None]) -> str:
+    # a link that is no suspect ranks below every suspect
+    known = sorted(r if r is not None else 10**6 for r in ranks)
+    mid = known[len(known) // 2] if known else None
+    return "-" if mid is None or mid == 10**6 else str(mid)
 
 
 def main() -> None:
@@ -76,12 +140,16 @@ def main() -> None:
                     help="the default scenarios, the REALISTIC preset, or both (default)")
     ap.add_argument("--match-logs", action="store_true",
                     help="ingest the job logs without their job ids (matched by host and time)")
+    ap.add_argument("--harmless", type=int, default=0, metavar="N",
+                    help="N harmless links per scenario; rank with and without the healthy-job "
+                         "evidence (#15)")
     args = ap.parse_args()
     if args.kind in ("old", "both"):
-        run_kind("old", SIZES[:2] if args.quick else SIZES, args.seeds, {}, args.match_logs)
+        run_kind("old", SIZES[:2] if args.quick else SIZES, args.seeds, {}, args.match_logs,
+                 args.harmless)
     if args.kind in ("realistic", "both"):
         run_kind("realistic", REALISTIC_SIZES[:2] if args.quick else REALISTIC_SIZES,
-                 args.seeds, REALISTIC, args.match_logs)
+                 args.seeds, REALISTIC, args.match_logs, args.harmless)
 
 
 if __name__ == "__main__":

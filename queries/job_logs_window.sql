@@ -2,7 +2,7 @@
 -- write time in (or a day around) the window. Undated logs without a job are matched by their
 -- write time.
 select source_id, job_id, hosts, first_at, last_at, written_at, nccl_versions, ib_timeout,
-       ib_retry_cnt
+       ib_retry_cnt, coalesce(using_hcas, []) as using_hcas, ib_hca
 from job_logs
 where job_id is not null
    or (coalesce(last_at, written_at) >= $since - interval 1 day

@@ -798,3 +798,79 @@ def test_cli_simulate_realistic_and_explicit_options_win(tmp_path: Path) -> None
                                    "--spines", "2", "--leaves", "8", "--hosts", "2"])
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "r" / "truth.json").read_text())["fabric"]["hcas"] == 16
+
+
+# ------------------------------------------------------------------------- harmless flaps
+
+
+def test_harmless_flaps_same_seed_same_bytes_and_off_changes_nothing(tmp_path: Path) -> None:
+    generate(tmp_path / "a", seed=SEED, **SMALL, harmless_flaps=2)
+    generate(tmp_path / "b", seed=SEED, **SMALL, harmless_flaps=2)
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+    generate(tmp_path / "off", seed=SEED, **SMALL)
+    generate(tmp_path / "zero", seed=SEED, **SMALL, harmless_flaps=0)
+    assert _tree(tmp_path / "off") == _tree(tmp_path / "zero")
+    data = json.loads((tmp_path / "zero" / "truth.json").read_text())
+    assert "harmless_links" not in data and "harmless_flaps" not in data["scenario"]
+    assert _tree(tmp_path / "a") != _tree(tmp_path / "off")
+    with pytest.raises(ValueError, match="harmless_flaps"):
+        Scenario(seed=1, **SMALL, harmless_flaps=-1)
+
+
+def test_harmless_flaps_are_absorbed_and_change_no_fault_and_no_fate(tmp_path: Path) -> None:
+    options = {**MIXED, "days": 1}
+    plain = generate(tmp_path / "plain", seed=4, **options)
+    out = tmp_path / "h"
+    truth = generate(out, seed=4, **options, harmless_flaps=4)
+    for name in ("bad_cables", "switch_reboots", "maintenance", "reseat_flaps",
+                 "network_failed_jobs", "non_network_failed_jobs", "job_states"):
+        assert getattr(truth, name) == getattr(plain, name), name
+    assert plain.harmless_links == () and len(truth.harmless_links) == 4
+    assert Counter(h.mechanism for h in truth.harmless_links) == {
+        "adaptive_routing": 2, "port_failover": 2}
+    assert {h.kind for h in truth.harmless_links} == {"switch", "host"}
+    faulty = {b.link for b in truth.bad_cables} | {f.link for f in plain.flaps}
+    harmless = {h.link for h in truth.harmless_links}
+    assert len(harmless) == 4 and not harmless & faulty
+    longest = max(nccl_death_s(ib_timeout_default(v) if t is None else t)
+                  for v in options["nccl_versions"] for t in options["ib_timeouts"])
+    mine = [f for f in truth.flaps if f.link in harmless]
+    assert len(mine) == sum(len(h.flaps) for h in truth.harmless_links)
+    assert all(f.cause in ("adaptive_routing", "port_failover") for f in mine)
+    assert all(f.duration_s > longest for f in mine)
+    assert not {j.culprit_link for j in truth.network_failed_jobs} & harmless
+    # every switch end shows each of its flaps going down
+    text = (out / "logs" / "switches.log").read_text()
+    downs = [(e.device, e.port_name, e.at)
+             for e in parse_syslog_lines(enumerate(text.splitlines(keepends=True), 1)).events
+             if e.state == "down"]
+    for f in mine:
+        for end in f.ends:
+            if end.kind == "switch":
+                assert any(d == end.name and p == end.port_name
+                           and abs((at - f.down_at).total_seconds()) < 3
+                           for d, p, at in downs), (f.link, end.name)
+    # the COMPLETED jobs that crossed them left their NCCL start-up lines
+    states = {line.split("|")[0]: line.split("|")[4]
+              for line in (out / "jobs" / "sacct.txt").read_text().splitlines()[1:]}
+    crossers = {j for h in truth.harmless_links for c in h.crossed_by for j in c}
+    done = {j for j in crossers if states[j] == "COMPLETED"}
+    assert done
+    logs = {p.stem for p in (out / "jobs" / "logs").glob("*.log")}
+    assert done <= logs
+    assert not logs - done - {j.job_id for j in truth.network_failed_jobs} - {
+        j.job_id for j in truth.non_network_failed_jobs}
+
+
+def test_cli_simulate_harmless_flaps(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    res = CliRunner().invoke(app, ["simulate", "--out", str(tmp_path), "--spines", "2",
+                                   "--leaves", "4", "--hosts", "4", "--harmless-flaps", "1"])
+    assert res.exit_code == 0, res.output
+    assert "1 harmless link(s)" in res.output
+    data = json.loads((tmp_path / "truth.json").read_text())
+    assert data["scenario"]["harmless_flaps"] == 1
+    assert [h["mechanism"] for h in data["harmless_links"]] == ["adaptive_routing"]

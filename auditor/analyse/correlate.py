@@ -45,6 +45,7 @@ from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
+from auditor.analyse.healthy import HealthyJob, healthy_jobs
 from auditor.analyse.optics import WatchList, watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
@@ -92,6 +93,8 @@ class LinkEvidence:
     # NCCL port failovers off this link's HCA port (issue #14): at, host, job id, the HCAs the
     # log says it may have been when it cannot say which (else empty)
     failovers: list[dict[str, Any]] = field(default_factory=list)
+    # COMPLETED jobs whose traffic crossed it through a flap longer than they could wait (#15)
+    healthy: list[HealthyJob] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -618,6 +621,13 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # Optics trends need weeks of readings, whatever the window asked about (issue #14).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
+    crossed = healthy_jobs({k: le.flaps for k, le in links.items() if le.flaps},
+                           lambda spans: store.jobs_through(since, until, spans, "COMPLETED"),
+                           resolver.host,
+                           fabric, g, logs, matched, {j: v.errors for j, v in views.items()},
+                           cfg, in_use)
+    for link, found in crossed.items():
+        links[link].healthy = found
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
                     unexplained, names, no_logs, watch)
 

@@ -14,6 +14,8 @@ Points, each written into the evidence:
   warning level, half the limit, it is 1-2), growing in several intervals 1 more, its BER
   rising in each of the last three intervals 1 more; saturated counters 1;
 - LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
+Jobs that crossed a link through a long flap and completed take points off its flaps
+(`_healthy_cut`), unless a failed job, NCCL error pairs or a port-error event point at it.
 The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
 Each suspect names the rules that gave it points (`rules`; RULES at the end of this module).
 """
@@ -27,6 +29,7 @@ from typing import Any, TypedDict
 
 from auditor.analyse import ber
 from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
+from auditor.analyse.healthy import HealthyJob
 from auditor.analyse.optics import FLAPPED_MIN, WatchJSON, watch_json
 from auditor.analyse.optics import action as optics_action
 from auditor.analyse.optics import evidence_line as optics_evidence
@@ -51,6 +54,8 @@ class Suspect:
     last_at: datetime | None = None
     optics: list[WatchJSON] = field(default_factory=list)  # the watches behind a verdict
     rule_points: dict[str, float] = field(default_factory=dict)  # RULES below: what ranked it
+    survived_jobs: list[str] = field(default_factory=list)  # crossed its flaps and completed
+    survived_points_off: float = 0.0  # what that took off (0 when killing evidence wins)
 
     @property
     def score(self) -> float:
@@ -97,6 +102,7 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                                     for f in still_down if f.down_at)
     long_flaps = sum(1 for d in durations if d >= NCCL_DEATH_S) + len(still_down)
     scored: dict[str, float] = {}  # the points of each rule (RULES), for `rules`
+    before = points
     if len(real) == 1 and not long_flaps and not le.jobs:
         # One flap shorter than NCCL's death time that no job died of: a reseat, absorbed. It
         # weighs less than a link-down of unknown length that only a counter saw.
@@ -104,6 +110,15 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     elif real:
         points += _rule(scored, "flaps", len(real) + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S))
         points += _rule(scored, "long_flap", 2 * long_flaps)
+    cut, healthy_said = (_healthy_cut(le, ev.until, points - before) if le.healthy
+                         else (0.0, ""))
+    points -= cut
+    left = cut  # the rules that gave the flaps their points give back what crossing jobs took
+    for name in ("long_flap", "flaps"):
+        back = min(left, scored.get(name, 0.0))
+        if back:
+            scored[name] -= back
+            left -= back
     if real:
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
@@ -123,9 +138,13 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
         evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
         evidence += [_job_timing(j) for j in sorted(le.jobs, key=lambda j: j["job_id"])[:3]
                      if "fault_between" in j]
-    if le.survived:
-        ids = ", ".join(sorted(le.survived)[:5])
-        evidence.append(f"{len(le.survived)} job(s) on this host ran through its flap(s) longer "
+    if healthy_said:
+        evidence.append(healthy_said)
+    # Jobs counted as crossing the cable are not "not on this cable"; the others still are.
+    unused = le.survived - {h.job_id for h in le.healthy}
+    if unused:
+        ids = ", ".join(sorted(unused)[:5])
+        evidence.append(f"{len(unused)} job(s) on this host ran through its flap(s) longer "
                         f"than any NCCL waits and lived ({ids}): their traffic was not on this "
                         "cable (rail unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT)")
     if le.port_errors:
@@ -217,7 +236,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                    gpu_hours_lost=round(sum(j["gpu_hours"] for j in le.jobs), 1),
                    evidence=evidence, action=action,
                    first_at=min(dates) if dates else None, last_at=max(dates) if dates else None,
-                   rule_points=scored)
+                   rule_points=scored, survived_jobs=sorted({h.job_id for h in le.healthy}),
+                   survived_points_off=round(cut, 2))
 
 
 def _symbol_limit(measured: ber.PortBer, cfg: RankingSettings) -> ber.Limit:
@@ -244,6 +264,80 @@ def _ber_sentence(measured: ber.PortBer, limit: ber.Limit) -> str:
         side = f"within the {limit.kind} limit {limit.ber:.0e}"
     return (f"symbol BER {measured.worst_ber:.1e} {span} at {measured.width} {measured.speed} "
             f"(bits: {' / '.join(measured.bits_from)}), {side} ({limit.source})")
+
+
+# A flap that crossing jobs lived through weighs what a reseat that killed nothing weighs.
+ABSORBED_FLAP = 0.5
+# Before any job is seen crossing it, how likely a link's flaps longer than NCCL waits are to
+# kill the traffic that crosses them: nothing absorbs them by default (NCCL's port failover is
+# opt-in from 2.29, adaptive routing is a subnet manager mode), so 9 in 10.
+DEADLY_PRIOR = 0.9
+
+
+def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple[float, str]:
+    """Points the link's flaps lose because jobs crossed them and completed (#15), and the
+    evidence sentence.
+
+    A flap longer than a job can wait kills the job if its traffic crosses the link, unless
+    something carries that traffic (NCCL's port failover, adaptive routing). Each completed job
+    that crossed a flap is a trial the flap failed: if the link's flaps were deadly, the chance
+    of seeing it is (1 - w), w being how sure the crossing is (`healthy.py`: the rail known
+    from the job's log 1, not known 0.5, a leaf uplink only the share of flows routing puts on
+    that spine). What absorbs a flap (the rail's failover, the switches' routing) is the
+    link's, not the flap's, so the trials of all its flaps multiply into one likelihood L; a job
+    that crossed several of them counts once, at its surest (its traffic takes the same rail and
+    routes each time, so its second flap is no new trial). The chance that the link's flaps
+    kill traffic then goes from DEADLY_PRIOR to
+    p = prior L / (prior L + 1 - prior). Every flap of the link then keeps the share p / prior
+    of its weight (1 point, 2 more if long, its part of the downtime term) and weighs
+    ABSORBED_FLAP for the rest. One sure crossing makes the flaps absorbed; uncertain ones take
+    several (three jobs each 41 % sure to have crossed a leaf uplink take off about a quarter).
+
+    Limits: the weights are estimates (NCCL's defaults and destination routing, not the job's
+    real NCCL_IB_HCA or the switches' tables); a job idle on the network for the whole flap (a
+    checkpoint, an evaluation) survives it without any failover; a link no job crossed keeps
+    its points; the flaps never weigh less than ABSORBED_FLAP each (an unstable link stays
+    listed); and killing evidence wins: a failed job blamed on the link, NCCL error pairs voting
+    for it or an HCA port-error event leave its points as they are (jobs without failover still
+    die on it)."""
+    ids = sorted({h.job_id for h in le.healthy})
+    shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+    head = f"survived by {len(ids)} job(s) that crossed it ({shown})"
+    if le.jobs or le.votes or le.port_errors:
+        why = (f"it killed {len(le.jobs)} job(s)" if le.jobs else
+               f"the NCCL errors of {len(le.voters | le.port_errors)} failed job(s) point here")
+        return 0.0, f"{head}, but {why}: killing evidence wins, no points taken off"
+    surest: dict[str, HealthyJob] = {}
+    for h in le.healthy:
+        if h.job_id not in surest or h.weight > surest[h.job_id].weight:
+            surest[h.job_id] = h
+    likelihood = math.prod(1.0 - h.weight for h in surest.values())
+    deadly = DEADLY_PRIOR * likelihood / (DEADLY_PRIOR * likelihood + 1 - DEADLY_PRIOR)
+    keep = deadly / DEADLY_PRIOR
+    real = [f for f in le.flaps if f.counted_from is None]
+    full = kept = 0.0
+    down = 0.0
+    for f in real:
+        lasted = f.duration_s if f.duration_s is not None else (
+            (until - f.down_at).total_seconds() if f.down_at else 0.0)
+        weight = 1 + (2 if f.up_at is None or lasted >= NCCL_DEATH_S else 0)
+        full += weight
+        kept += keep * weight + (1 - keep) * ABSORBED_FLAP
+        down += lasted
+    cut = (full + 0.5 * math.log2(1 + down / NCCL_DEATH_S)) - (
+        kept + 0.5 * math.log2(1 + keep * down / NCCL_DEATH_S))
+    # Never below what the flaps weigh absorbed (a lone short flap already weighs that).
+    cut = min(max(0.0, cut), max(0.0, flap_points - ABSORBED_FLAP * len(real)))
+    how: dict[tuple[str, float], int] = {}
+    for h in surest.values():
+        how[(h.how, h.weight)] = how.get((h.how, h.weight), 0) + 1
+    sure = "; ".join(f"{n} x {text} ({w:.2f})" for (text, w), n in sorted(how.items()))
+    crossed = len({h.flap for h in le.healthy})
+    return cut, (f"{head}: its flaps did not kill traffic (a failover, adaptive routing or an "
+                 f"unused port, not a deadly cable); {crossed} of its {len(real)} flap(s) "
+                 f"crossed; how sure each crossing is: {sure}; the chance its flaps kill what "
+                 f"crosses them falls from {DEADLY_PRIOR:.0%} to {deadly:.0%}: "
+                 f"{cut:.1f} points off")
 
 
 def _job_timing(job: dict[str, Any]) -> str:
@@ -379,6 +473,8 @@ class SuspectJSON(TypedDict):
     last_at: str | None
     optics: list[WatchJSON]  # added for #14: the watches behind a transceiver verdict
     rules: list[str]  # added for #15: the rules that ranked it (RULES), weightiest first
+    survived_jobs: list[str]
+    survived_points_off: float
 
 
 def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
@@ -398,6 +494,8 @@ def suspect_json(rank_no: int, s: Suspect) -> SuspectJSON:
         "last_at": s.last_at.isoformat() + "Z" if s.last_at else None,
         "optics": s.optics,
         "rules": s.rules,
+        "survived_jobs": s.survived_jobs,
+        "survived_points_off": s.survived_points_off,
     }
 
 

@@ -244,7 +244,8 @@ def _log_meta(source_id: int, job: str | None, item: _JobFile) -> JobLogMeta:
     dated = log.dated
     return JobLogMeta(source_id, job, frozenset(log.hosts), dated[0] if dated else None,
                       dated[1] if dated else None, item.written_at, tuple(log.nccl_versions),
-                      log.nccl_env.get("NCCL_IB_TIMEOUT"), log.nccl_env.get("NCCL_IB_RETRY_CNT"))
+                      log.nccl_env.get("NCCL_IB_TIMEOUT"), log.nccl_env.get("NCCL_IB_RETRY_CNT"),
+                      frozenset(log.using), log.ib_hca)
 
 
 def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOptions,

@@ -1,11 +1,13 @@
 """Scoring the ranking against a scenario's ground truth (used by tests and the benchmark).
 
 recall@K: of the K injected bad cables, how many are among the top K suspects. False blames:
-top-K suspects that are cables of a rebooted switch, of a maintenance target, or a link whose
-only fault was one short reseat flap. The naive ranking (count of DOWN lines per link in the
-switch logs) is scored the same way, in the same run. An `optics` scenario's `ethtool -m` files
-go in too (`load_optics`, through the ingest), so its ageing transceivers are ranked with the
-rest.
+top-K suspects that are cables of a rebooted switch, of a maintenance target, a link whose
+only fault was one short reseat flap, or a harmless link (`harmless_flaps`: sound, its long
+flaps absorbed). The naive ranking (count of DOWN lines per link in the switch logs) is scored
+the same way, in the same run. `before=True` also scores the ranking without the healthy-job
+evidence (#15) on the same evidence, as `Score.before`. An `optics` scenario's `ethtool -m`
+files go in too (`load_optics`, through the ingest), so its ageing transceivers are ranked with
+the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Score:
     naive_recall: float = 0.0
     naive_false_blames: int = 0
     top: list[str] = field(default_factory=list)
+    # each harmless link's rank among the link suspects (None: not a suspect), truth's order
+    harmless_ranks: list[int | None] = field(default_factory=list)
+    before: Score | None = None  # the same evidence ranked without the healthy-job evidence
 
 
 def _link(ends: list[dict[str, Any]]) -> LinkId:
@@ -86,13 +91,22 @@ def naive_ranking(folder: Path) -> list[LinkId]:
     return [frozenset({port}) for port, _ in down.most_common()]
 
 
-def evaluate(folder: Path, db: Path, match_logs: bool = False) -> tuple[Score, dict[str, Any]]:
+def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = False
+             ) -> tuple[Score, dict[str, Any]]:
     truth = load_scenario(folder, db, match_logs)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:
         ev = gather(store, since, until)
-    result = as_json(ev, rank(ev))
+    score = _score(folder, truth, as_json(ev, rank(ev)))
+    if before:
+        for le in ev.links.values():
+            le.healthy = []  # what the ranking did before #15 with the same evidence
+        score.before = _score(folder, truth, as_json(ev, rank(ev)))
+    return score, truth
+
+
+def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score:
     bad = [_link(c["ends"]) for c in truth["bad_cables"]]
     k = len(bad)
     suspects = result["suspects"]
@@ -104,26 +118,30 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False) -> tuple[Score, d
     rebooted = {r["name"] for r in truth["switch_reboots"]}
     maint = {m["target"].split(":")[0] for m in truth["maintenance"]}
     reseat = [_link(r["ends"]) for r in truth["reseat_flaps"]]
+    harmless = [_link(h["ends"]) for h in truth.get("harmless_links", [])]
     false = []
     for s in top:
         link = _link(s["ends"])
         names = {e["name"] for e in s["ends"]}
         if link in bad:
             continue
-        if names & rebooted or names & maint or link in reseat:
+        if names & rebooted or names & maint or link in reseat or link in harmless:
             false.append(" <-> ".join(f"{e['name']}[{e['port']}]" for e in s["ends"]))
     score = Score(k, found / k if k else 1.0, false,
                   [s["ends"][0]["name"] for s in suspects if s["component"] == "switch"],
                   top=[f"{s['component']}:" + ",".join(f"{e['name']}[{e['port']}]"
                                                       for e in s["ends"]) for s in top])
+    ranks = {_link(s["ends"]): i for i, s in enumerate(links, 1)}
+    score.harmless_ranks = [ranks.get(h) for h in harmless]
     naive = naive_ranking(folder)[:k]
     # A naive entry is one switch port; it "finds" a bad cable when it names one of its ends.
     score.naive_recall = sum(1 for b in bad if any(n <= b for n in naive)) / k if k else 1.0
     score.naive_false_blames = sum(
         1 for n in naive
         if not any(n <= b for b in bad)
-        and ({p[0] for p in n} & (rebooted | maint) or any(n <= r for r in reseat)))
-    return score, truth
+        and ({p[0] for p in n} & (rebooted | maint) or any(n <= r for r in reseat)
+             or any(n <= h for h in harmless)))
+    return score
 
 
 def window(truth: dict[str, Any]) -> tuple[datetime, datetime]:

@@ -101,7 +101,9 @@ Stamps also come from `ts`-style `Nov 22 05:43:54 ` wrappers, Open MPI's ctime
 
 What the log says about its NCCL: `nccl_versions` (`NCCL version 2.21.5+cuda12.4`, a bare
 printf by rank 0 up to 2.21, an INFO line from 2.22, and PyTorch's `..., NCCL version 2.20.5`)
-and `nccl_env` (`NCCL_IB_TIMEOUT set by environment to 22.`, src/misc/param.cc, INFO only).
+and `nccl_env` (`NCCL_IB_TIMEOUT set by environment to 22.`, src/misc/param.cc, INFO only);
+`ib_hca` (`NCCL_IB_HCA set to ^mlx5_1`, src/transport/net_ib.cc, INFO only, as printed) and
+`using`, the (host, HCA) pairs of the `NET/IB : Using` lists: the rails the job used.
 
 `first` keeps, per (host, hca, peer), the first network error (earlier time when both are known,
 else line order) plus, per (host, rank, kind), the first non-network error; `first_errors`

@@ -48,6 +48,9 @@ _VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 # literal names instead of trying every position (4 us -> 1 us; every rank prints the line).
 _ENV_RE = re.compile(r"(NCCL_IB_TIMEOUT|NCCL_IB_RETRY_CNT)(?<!\wNCCL_IB_TIMEOUT)"
                      r"(?<!\wNCCL_IB_RETRY_CNT) set by environment to (-?\d+)")
+# A string setting is not a NCCL_PARAM: src/transport/net_ib.cc (net_ib/init.cc from 2.29)
+# prints INFO(NCCL_NET|NCCL_ENV, "NCCL_IB_HCA set to %s") once, with its `^` / `=` prefixes.
+_IB_HCA_RE = re.compile(r"\bNCCL_IB_HCA set to (\S+)")
 _RAN_FOR_RE = re.compile(r"ran for (\d+) milliseconds")
 # Merged stdout/stderr is written by several processes with their own buffers: a line printed
 # after a stamped one may carry an instant a little before it.
@@ -221,7 +224,8 @@ class _Run:
             self.drafts.append(out)
 
     def _dispatch(self, line_no: int, line: str) -> Outcome:
-        if "NCCL" in line and ("version" in line or "set by environment" in line):
+        if "NCCL" in line and ("version" in line or "set by environment" in line
+                               or "NCCL_IB_HCA set to" in line):
             self._nccl_meta(line)
         if "NET/IB" in line:
             if "via NET/IB" in line:
@@ -285,6 +289,10 @@ class _Run:
             env = _ENV_RE.search(line)
             if env is not None:
                 self.env.setdefault(env.group(1), int(env.group(2)))
+        if "NCCL_IB_HCA set to" in line:
+            hca = _IB_HCA_RE.search(line)
+            if hca is not None and self.result.ib_hca is None:
+                self.result.ib_hca = hca.group(1)[:MESSAGE_LIMIT]
 
     # -- building errors ------------------------------------------------------------------
 
@@ -577,6 +585,7 @@ class _Run:
         devs, ports, ip = listed
         for hca, port in ports:
             self.result.hca_ports[(found, hca)] = port
+            self.result.using.add((found, hca))
         if ip:
             self.result.addresses[ip] = found
         if fast is not None:

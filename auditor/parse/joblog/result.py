@@ -24,6 +24,10 @@ class JoblogResult:
     nccl_versions: list[str] = field(default_factory=list)  # "2.21.5", in order of appearance
     # NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT as NCCL reports them "set by environment" (INFO only)
     nccl_env: dict[str, int] = field(default_factory=dict)
+    # (host, HCA) of every `NET/IB : Using` list: the HCAs NCCL opened on that host
+    using: set[tuple[str, str]] = field(default_factory=set)
+    # NCCL_IB_HCA as NCCL reports it ("NCCL_IB_HCA set to ^=mlx5_0:1,mlx5_1"), INFO only
+    ib_hca: str | None = None
 
     @property
     def dated(self) -> tuple[datetime, datetime] | None:

@@ -16,7 +16,9 @@ writes, in the formats the auditor's parsers read (provenance next to each write
     jobs/sacct.txt                       `sacct -P -X` with AllocTRES, hostlist-compressed nodes
                                          (`sacct -P` with step lines when `sacct_steps`)
     jobs/logs/<jobid>.log                NCCL / PyTorch / torchelastic / CUDA lines of every
-                                         FAILED job (`<jobid>` as sacct prints it)
+                                         FAILED job (`<jobid>` as sacct prints it); with
+                                         `harmless_flaps`, NCCL's start-up lines of the
+                                         COMPLETED jobs that crossed a harmless flap
     hosts                                /etc/hosts form: the IPoIB (ib0) address of each host
     maintenance.csv                      target,start,end,reason of the re-imaged hosts
     optics/<host>/<mlx5_N>-<time>.txt    `ethtool -m` of every host port once a day (`optics`
@@ -38,6 +40,8 @@ The parts; each module imports only modules listed above it:
     campaign.py    the outcomes campaign: faults over weeks, the swaps, lots and a bad one
     formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
     jobs.py        placement, each job's fate, sacct
+    harmless.py    `harmless_flaps`: sound links whose long flaps are absorbed, their truth, the
+                   logs of the completed jobs that crossed them
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
 
 Everything derives from the seed and the window start: same arguments, same bytes. Formatting
@@ -58,6 +62,7 @@ from auditor.simulate.scenario.truth import (
     End,
     FlapRecord,
     GroundTruth,
+    HarmlessLink,
     Interval,
     Maintenance,
     NetworkFailedJob,
@@ -75,6 +80,7 @@ __all__ = [
     "End",
     "FlapRecord",
     "GroundTruth",
+    "HarmlessLink",
     "Interval",
     "Maintenance",
     "NetworkFailedJob",

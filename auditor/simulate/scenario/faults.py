@@ -83,6 +83,7 @@ class _Plan:
     reseats: list[_Flap] = field(default_factory=list)
     ports: dict[_PortKey, _PortCounters] = field(default_factory=dict)
     resets: dict[_NodeKey, list[float]] = field(default_factory=dict)
+    harmless: list[tuple[int, str, list[_Flap]]] = field(default_factory=list)  # link, cause
 
     def port(self, key: _PortKey) -> _PortCounters:
         pc = self.ports.get(key)

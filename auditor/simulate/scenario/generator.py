@@ -22,6 +22,7 @@ from auditor.simulate.scenario.fabric import (
 )
 from auditor.simulate.scenario.faults import _Flap, _lost_switches, _NodeKey, _Plan, _plan_faults
 from auditor.simulate.scenario.formats import _ibqueryerrors, _switch_log
+from auditor.simulate.scenario.harmless import _harmless_truth, _plan_harmless
 from auditor.simulate.scenario.jobs import _assign_sacct_ids, _Job, _sacct, _schedule_jobs
 from auditor.simulate.scenario.optics import PART, ethtool_m, file_name, plan_ageing, readings
 from auditor.simulate.scenario.optics import truth as optics_truth
@@ -78,6 +79,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     optics = plan_ageing(sc, fab, plan, rng_for("optics")) if sc.optics else None
     # The outcomes campaign (#15) adds its flaps before anything reads the plan; its own stream.
     campaign = plan_campaign(sc, fab, plan, rng_for("outcomes")) if sc.outcomes else None
+    _plan_harmless(sc, fab, plan, rng_for("harmless"))
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
@@ -106,6 +108,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
                     job.network = replace(job.network, job_id=job.sacct_id)
                 if job.other is not None:
                     job.other = replace(job.other, job_id=job.sacct_id)
+
+    harmless = _harmless_truth(fab, plan, jobs, clock, rng_for("harmless-logs"))
 
     topology_at = 120.0 + rng_log.uniform(0, 60)
     write("topology/ibnetdiscover.txt", _ibnetdiscover(fab, clock.at(topology_at)))
@@ -154,8 +158,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
             stamp = clock.at(reading.at).timestamp()
             os.utime(out_dir / rel, (stamp, stamp))
         ageing = optics_truth(fab, optics, plan, clock)
-    truth = _truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
-                   arrays, het, ageing)
+    truth = replace(_truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
+                           arrays, het, ageing), harmless_links=harmless)
     data = truth.to_json()
     if campaign is not None:
         write("replacements.csv", campaign.replacements_csv(fab, clock))

@@ -27,6 +27,7 @@ from auditor.simulate.scenario.fabric import _Fabric
 from auditor.simulate.scenario.faults import _Flap, _Plan
 from auditor.simulate.scenario.formats import _LAUNCHERS, _XIDS, _JobLogs, _Style
 from auditor.simulate.scenario.options import (
+    ABSORBED_CAUSES,
     CPUS_PER_NODE,
     GPUS_PER_NODE,
     MEM_GB_PER_NODE,
@@ -98,8 +99,9 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
     drained = {h: (s - 1800.0, e) for h, s, e, _ in plan.maintenance}  # drained 30 min early
     shortest = min(nccl_death_s(ib_timeout_default(v) if t is None else t)
                    for v in sc.nccl_versions for t in sc.ib_timeouts)
-    killers = sorted((f for f in plan.flaps if f.up - f.down > min(shortest, _LONG_FLAP_S)),
-                     key=lambda f: (f.down, f.link))
+    # An absorbed flap (harmless_flaps) kills nobody, however long.
+    killers = sorted((f for f in plan.flaps if f.up - f.down > min(shortest, _LONG_FLAP_S)
+                      and f.cause not in ABSORBED_CAUSES), key=lambda f: (f.down, f.link))
     host_flaps: dict[int, list[_Flap]] = {}
     for f in plan.flaps:
         hca = fab.links[f.link].hca

@@ -32,6 +32,10 @@ FAULT_AGEING = "ageing_optics"  # a transceiver that aged, then flapped (optics.
 CAUSE_REBOOT = "switch_reboot"
 CAUSE_MAINTENANCE = "maintenance"
 CAUSE_RESEAT = "reseat"
+# Flaps of sound links that something absorbs (`harmless_flaps`): every job lives through them.
+CAUSE_ADAPTIVE_ROUTING = "adaptive_routing"  # a leaf uplink; the leaf routes around it
+CAUSE_PORT_FAILOVER = "port_failover"  # a host's HCA cable; NCCL moves the rail's connections
+ABSORBED_CAUSES = frozenset({CAUSE_ADAPTIVE_ROUTING, CAUSE_PORT_FAILOVER})
 
 
 class ScenarioOptions(TypedDict, total=False):
@@ -67,6 +71,7 @@ class ScenarioOptions(TypedDict, total=False):
     optics: bool
     ageing_optics: int | None
     outcomes: bool
+    harmless_flaps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,8 @@ class Scenario:
     # Weeks of faults with the swaps technicians made and one bad lot of cables (campaign.py,
     # issue #15); the fault counts left at None are then 0 (the campaign places its own).
     outcomes: bool = False
+    # Sound links whose long flaps are absorbed (see harmless.py); 0 leaves every file as it was.
+    harmless_flaps: int = 0
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -165,6 +172,8 @@ class Scenario:
             raise ValueError("outcomes needs days >= 14 (swaps are verified after 7 clean days)")
         if self.snapshot_every_h < 0.25 or self.max_clock_skew_s < 0:
             raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
+        if self.harmless_flaps < 0:
+            raise ValueError("harmless_flaps must be >= 0")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
         if self.switch_reboots > self.spines + self.leaves:
@@ -173,6 +182,7 @@ class Scenario:
         if min(counts.values()) < 0:
             raise ValueError("fault counts must be >= 0")
         cables = sum(counts[k] for k in (FAULT_FREQUENT, FAULT_RARE, FAULT_SYMBOL, CAUSE_RESEAT))
+        cables += self.harmless_flaps
         if cables > (self.host_links + self.switch_links) // 2:
             raise ValueError("too many faulty cables for this fabric")
         if counts[CAUSE_MAINTENANCE] > max(1, self.hosts // 4):
@@ -224,4 +234,6 @@ class Scenario:
             del out["optics"], out["ageing_optics"]
         if not self.outcomes:
             del out["outcomes"]  # off (the default): truth.json is what it was before #15
+        if not self.harmless_flaps:
+            del out["harmless_flaps"]  # off: truth.json stays what it was before the option
         return out

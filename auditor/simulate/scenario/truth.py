@@ -38,7 +38,9 @@ class FlapRecord:
     down_at: datetime  # physical time (UTC); switch stamps add their clock skew
     up_at: datetime
     duration_s: float
-    cause: str  # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat
+    # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat;
+    # adaptive_routing, port_failover (harmless_flaps)
+    cause: str
     logged_by: tuple[str, ...]  # switches whose log lines show it
 
 
@@ -70,6 +72,18 @@ class AgeingOptic:
     first_flap: datetime
     flaps: int
     ends: tuple[End, End]
+
+
+@dataclass(frozen=True, slots=True)
+class HarmlessLink:
+    """A sound link whose long flaps something absorbed (`harmless_flaps`): not a bad cable."""
+
+    link: str
+    kind: str  # "host" (HCA - leaf) or "switch" (leaf - spine)
+    mechanism: str  # adaptive_routing (a leaf uplink) or port_failover (an HCA cable)
+    ends: tuple[End, End]
+    flaps: tuple[Interval, ...]
+    crossed_by: tuple[tuple[str, ...], ...]  # per flap: the jobs whose traffic crossed it
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +198,7 @@ class GroundTruth:
     het_jobs: tuple[str, ...] = ()  # het job ids (`123` of `123+0`, `123+1`), sacct_steps only
     # Transceivers that aged before they flapped (optics only; also in `bad_cables`).
     ageing_optics: tuple[AgeingOptic, ...] = ()
+    harmless_links: tuple[HarmlessLink, ...] = ()  # harmless_flaps only (absent from JSON else)
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
@@ -191,6 +206,8 @@ class GroundTruth:
         data = asdict(self)
         if not self.scenario.get("optics"):
             del data["ageing_optics"]  # without optics truth.json is what it always was
+        if not data["harmless_links"]:
+            del data["harmless_links"]  # the option off: truth.json as it was without it
         return {"schema": data.pop("schema"), **_jsonable(data)}
 
 

@@ -1,0 +1,275 @@
+"""Healthy-job evidence (issue #15): jobs whose traffic crossed a link while it was down for
+longer than they could have waited, and that completed anyway.
+
+An RC queue pair that loses its path dies after its NCCL death time (`auditor.nccl`). A job that
+was running across a link through a flap longer than that, and ran on to COMPLETED, was not
+hurt by it: something carried its traffic (NCCL's port failover, from 2.29 when enabled;
+adaptive routing around a leaf uplink) or the flap was not where its traffic went. Such flaps
+are evidence against a deadly cable; `rank.py` weighs them (killing evidence always wins).
+
+Whether a job's traffic crossed a link is what this module takes care with:
+
+- a job on one host never crosses a cable: NCCL talks within a node over NVLink/PCIe/SHM;
+- an HCA cable carries a job's traffic only if the job used that HCA (that rail). What its logs
+  say decides: the HCAs its errors name, its `NET/IB : Using` lists (the host's own, else the
+  job's other hosts': nodes of one job run the same NCCL settings), NCCL_IB_HCA as NCCL printed
+  it; a host with one HCA has no choice. Unknown: the crossing counts `RAIL_UNKNOWN`;
+- a leaf uplink carries a job's traffic only if the job has hosts (on that leaf's rail) under
+  the leaf and outside it, and then only the flows the routing puts on that spine: see
+  `_uplink_share`;
+- NCCL opens only the ports that are up when it starts (ncclIbInit skips a port that is not
+  ACTIVE), so the job must have been running `RAN_BEFORE` before the flap, and must have run
+  `RAN_AFTER` past the link's return (a job that ended with the flap proves nothing);
+- the flap must be longer than the longest the job could have waited: its own NCCL version and
+  NCCL_IB_TIMEOUT when its log is an INFO log (INFO prints NCCL_IB_TIMEOUT when set); else the
+  longest wait of any NCCL in use here or any NCCL_IB_TIMEOUT a log of the window shows (a
+  WARN-only log does not say whether the job set one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from auditor import graph
+from auditor.analyse.flaps import Flap, PortKey
+from auditor.config import RankingSettings
+from auditor.models import Fabric, NodeType
+from auditor.nccl import RETRY_CNT_DEFAULT, death_s, ib_hca_selects, job_death
+
+LinkKey = tuple[PortKey, ...]  # as correlate.LinkKey: one or two ends, sorted
+
+# NCCL starts tens of seconds after the job (Python, torch, the rendezvous): before that no port
+# is open, and a port that is down when NCCL starts is never used.
+RAN_BEFORE = timedelta(minutes=2)
+# Still running this long after the link came back: PyTorch's NCCL watchdog ends a collective
+# stuck on a broken connection after its timeout (10 min by default), so such a job was not
+# stuck on it (the margin the survivors shown beside the flaps already use).
+RAN_AFTER = timedelta(minutes=10)
+# A flap measured on second-resolution stamps may read a little long.
+MARGIN_S = 0.5
+# How sure a crossing of an HCA cable is when nothing says which HCAs the job used: NCCL opens
+# every HCA of a host by default, but NCCL_IB_HCA (or a GPU without a NIC of its own) may leave
+# one out.
+RAIL_UNKNOWN = 0.5
+# A ring over hosts under the leaf and elsewhere crosses the leaf's edge at least twice, and
+# NCCL's channels run both ways: at least this many flows cross a leaf's uplinks.
+_EDGE_FLOWS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class HealthyJob:
+    """A COMPLETED job that was running across a link through one of its flaps."""
+
+    job_id: str
+    flap: int  # index into the link's flaps (LinkEvidence.flaps)
+    weight: float  # how sure it is that the job's traffic crossed the link, in (0, 1]
+    how: str  # what says it crossed: "its Using list names the HCA", "rail not known", ...
+
+
+@dataclass(slots=True)
+class _Rails:
+    """What a job's logs say about its NCCL and the HCAs it used, by fabric host."""
+
+    using: dict[str, set[str]] = field(default_factory=dict)
+    named: dict[str, set[str]] = field(default_factory=dict)
+    ib_hca: str | None = None
+    versions: list[str] = field(default_factory=list)
+    env: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def info(self) -> bool:
+        """An INFO log: NCCL printed its Using lists and any setting made by environment."""
+        return bool(self.using) or self.ib_hca is not None or bool(self.env)
+
+
+def _rails(logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
+           errors: Mapping[str, Sequence[Mapping[str, Any]]],
+           host_of: Callable[[str], str | None]) -> dict[str, _Rails]:
+    out: dict[str, _Rails] = defaultdict(_Rails)
+    for lg in logs:
+        job_id = lg["job_id"] or matched.get(lg["source_id"])
+        if job_id is None:
+            continue
+        r = out[job_id]
+        for pair in lg["using_hcas"]:
+            if (h := host_of(pair["host"])) is not None:
+                r.using.setdefault(h, set()).add(pair["hca"])
+        r.ib_hca = r.ib_hca or lg["ib_hca"]
+        r.versions += [v for v in lg["nccl_versions"] if v not in r.versions]
+        for key, col in (("NCCL_IB_TIMEOUT", "ib_timeout"), ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
+            if lg[col] is not None:
+                r.env.setdefault(key, lg[col])
+    for job_id, errs in errors.items():
+        for e in errs:
+            if e["hca"] and e["host"] and (h := host_of(e["host"])) is not None:
+                out[job_id].named.setdefault(h, set()).add(e["hca"])
+    return out
+
+
+def _rail_use(r: _Rails | None, host: str, device: str | None, port: int,
+              hcas_on_host: int) -> tuple[float, str]:
+    """How sure it is that the job used this HCA of `host`: 1, 0 (it did not) or
+    RAIL_UNKNOWN, and what says so."""
+    if r is not None and device is not None:
+        if device in r.named.get(host, ()):
+            return 1.0, "its errors name the HCA"
+        if host in r.using:
+            return (1.0, "its Using list names the HCA") if device in r.using[host] else (0.0, "")
+        if r.using:  # the job's other hosts: one job runs one NCCL configuration
+            used = set().union(*r.using.values())
+            return (1.0, "its Using lists name the HCA") if device in used else (0.0, "")
+        if r.ib_hca is not None:
+            picked = ib_hca_selects(r.ib_hca, device, port)
+            return (1.0, f"NCCL_IB_HCA={r.ib_hca} picks the HCA") if picked else (0.0, "")
+    if hcas_on_host == 1:
+        return 1.0, "the host's only HCA"
+    return RAIL_UNKNOWN, "rail not known"
+
+
+def _uplink_share(uplinks: int) -> float:
+    """The chance that a job with hosts under a leaf and outside it sent traffic over one given
+    uplink of that leaf: each of its (at least `_EDGE_FLOWS`) flows leaving or entering the leaf
+    takes one of the leaf's K uplinks, picked by destination (D-mod-K, ftree, up/down). Adaptive
+    routing would spread every flow over all K (a sure crossing), but the routing is not seen
+    here, so the lower figure is used."""
+    k = max(uplinks, 1)
+    return 1.0 - (1.0 - 1.0 / k) ** _EDGE_FLOWS
+
+
+def _longest_wait(logs: Sequence[Mapping[str, Any]], cfg: RankingSettings,
+                  in_use: Sequence[str]) -> float:
+    """The longest any job here may wait for a dead link, when its own log does not say."""
+    waits = [job_death([], {}, site_version=cfg.nccl_version, site_timeout=cfg.nccl_ib_timeout,
+                       versions_in_use=in_use).hi]
+    waits += [death_s(lg["ib_timeout"], lg["ib_retry_cnt"] if lg["ib_retry_cnt"] is not None
+                      else RETRY_CNT_DEFAULT)
+              for lg in logs if lg["ib_timeout"] is not None]
+    return max(waits)
+
+
+def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
+                 completed_through: Callable[[list[tuple[datetime, datetime]]],
+                                             list[dict[str, Any]]],
+                 host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
+                 logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
+                 errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
+                 in_use: Sequence[str]) -> dict[LinkKey, list[HealthyJob]]:
+    """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
+    than they could wait (see the module docstring). `completed_through(spans)`: the COMPLETED
+    jobs that ran through one of the spans whole, with their hosts (a month holds 100,000
+    jobs: only those are read)."""
+    site_wait = _longest_wait(logs, cfg, in_use)
+    rails = _rails(logs, matched, errors, host_of)
+
+    # Thousands of logs share a handful of NCCL versions and settings.
+    waits: dict[tuple[tuple[str, ...], tuple[tuple[str, int], ...]], float] = {}
+
+    def wait_of(job_id: str) -> float:
+        r = rails.get(job_id)
+        if r is None or not r.info:
+            return site_wait
+        key = (tuple(r.versions), tuple(sorted(r.env.items())))
+        if key not in waits:
+            waits[key] = job_death(r.versions, r.env, site_version=cfg.nccl_version,
+                                   site_timeout=cfg.nccl_ib_timeout, versions_in_use=in_use).hi
+        return waits[key]
+
+    shortest = min([site_wait, *(wait_of(j) for j in rails)])
+    if math.isinf(shortest):
+        return {}
+    # (index, down, up, seconds) of the flaps some job may have outlived; a link-down only a
+    # counter saw has no time to hold a job against.
+    informative: dict[LinkKey, list[tuple[int, datetime, datetime, float]]] = {}
+    for link, fl in flaps_by_link.items():
+        mine = [(i, f.down_at, f.up_at, f.duration_s or 0.0) for i, f in enumerate(fl)
+                if f.counted_from is None and f.down_at is not None and f.up_at is not None]
+        mine = [m for m in mine if m[3] - MARGIN_S > shortest]
+        if mine:
+            informative[link] = mine
+    if not informative:
+        return {}
+    crossings = {link: c for link in informative if (c := _crossing(link, fabric, g))}
+    wanted = {h for c in crossings.values() for h in c[0]}
+    spans = [(down - RAN_BEFORE, up + RAN_AFTER) for link in crossings
+             for _, down, up, _ in informative[link]]
+    # A month of a large fabric returns thousands of jobs with tens of hosts each: each name is
+    # resolved once, and only the hosts whose traffic may cross a flapping link are indexed.
+    jobs = completed_through(spans)
+    names = {x: host_of(x) for x in {x for job in jobs for x in job["hosts"]}}
+    by_host: dict[str, list[tuple[dict[str, Any], frozenset[str]]]] = defaultdict(list)
+    for job in jobs:
+        hosts = frozenset(h for x in job["hosts"] if (h := names[x]))
+        if len(hosts) < 2:
+            continue  # one node: its ranks talk over NVLink, PCIe or shared memory
+        for h in hosts & wanted:
+            by_host[h].append((job, hosts))
+    hca_count: dict[str, int] = defaultdict(int)
+    for n in fabric.nodes.values():
+        if n.node_type == NodeType.HCA:
+            hca_count[n.name] += 1
+
+    out: dict[LinkKey, list[HealthyJob]] = {}
+    for link, crossing in sorted(crossings.items()):
+        spans_of = informative[link]
+        hosts_here, share, uplink = crossing
+        where = f", a leaf uplink carrying {share:.2f} of its flows" if uplink else ""
+        found: list[HealthyJob] = []
+        for i, down, up, lasted in spans_of:
+            seen: set[str] = set()
+            for h in sorted(hosts_here):
+                for job, job_hosts in by_host.get(h, []):
+                    if job["job_id"] in seen or not (
+                            job["start_at"] <= down - RAN_BEFORE
+                            and job["end_at"] >= up + RAN_AFTER
+                            and lasted - MARGIN_S > wait_of(job["job_id"])):
+                        continue
+                    if uplink and job_hosts <= hosts_here.keys():
+                        continue  # all its hosts under this leaf: its traffic never leaves it
+                    r = rails.get(job["job_id"])
+                    best = (0.0, "")
+                    for host in sorted(job_hosts & set(hosts_here)):
+                        device, port = hosts_here[host]
+                        best = max(best, _rail_use(r, host, device, port, hca_count[host]))
+                    if best[0] <= 0.0:
+                        continue  # it did not use this rail
+                    seen.add(job["job_id"])
+                    found.append(HealthyJob(job["job_id"], i, round(best[0] * share, 3),
+                                            best[1] + where))
+        if found:
+            out[link] = found
+    return out
+
+
+def _crossing(link: LinkKey, fabric: Fabric, g: graph.FabricGraph
+              ) -> tuple[dict[str, tuple[str | None, int]], float, bool] | None:
+    """The hosts whose traffic may cross `link`, each with the HCA (device, port) it would use,
+    the share of a crossing job's flows that do, and whether it is a leaf uplink: an HCA cable,
+    its host, all of them; a leaf uplink, the hosts cabled to the leaf, `_uplink_share`. Other
+    links (between spines, or not in the fabric): None, no evidence."""
+    ends = [(fabric.nodes.get(guid), port) for guid, port in link]
+    if any(n is None for n, _ in ends) or len(ends) != 2:
+        return None
+    hcas = [(n, p) for n, p in ends if n is not None and n.node_type == NodeType.HCA]
+    if hcas:
+        node, port = hcas[0]
+        return {node.name: (node.device, port)}, 1.0, False
+    leaves = [n for n, _ in ends if n is not None and n.guid in g and graph.is_leaf(g, n.guid)]
+    if len(leaves) != 1:
+        return None
+    leaf = leaves[0].guid
+    under: dict[str, tuple[str | None, int]] = {}
+    for peer in g.neighbors(leaf):
+        hca = fabric.nodes.get(peer)
+        if hca is not None and hca.node_type == NodeType.HCA:
+            # The HCA's own port on this leaf (a dual-port HCA cabled twice keeps the lower).
+            ports = sorted(k[1] if k[0] == peer else k[3] for k in g[leaf][peer])
+            under.setdefault(hca.name, (hca.device, ports[0]))
+    return under, _uplink_share(len(graph.uplinks(g, leaf))), True
+
+
+__all__ = ["HealthyJob", "healthy_jobs"]

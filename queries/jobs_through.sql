@@ -1,0 +1,27 @@
+-- Jobs of the window (the newest record of each job id and start) in state $state that ran
+-- through one of the spans [$span_lo[i], $span_hi[i]] whole: started by its start and ended at
+-- or after its end, with their hosts. The jobs that lived through a flap (issue #15).
+with latest as (
+    select *
+    from jobs
+    where (end_at is null or end_at >= $since) and (start_at is null or start_at <= $until)
+    qualify row_number() over (partition by job_id, start_at order by source_id desc) = 1
+),
+spans as (
+    select unnest($span_lo::timestamp[]) as lo, unnest($span_hi::timestamp[]) as hi
+),
+chosen as (
+    select l.* from latest l
+    where l.state = $state and l.start_at is not null and l.end_at is not null
+      and exists (select 1 from spans s where l.start_at <= s.lo and l.end_at >= s.hi)
+),
+hosts as (
+    select n.job_id, n.start_at, list(n.host order by n.host) as hosts
+    from job_nodes n
+    semi join chosen c on n.job_id = c.job_id and n.start_at is not distinct from c.start_at
+    group by n.job_id, n.start_at
+)
+select c.job_id, c.state, c.start_at, c.end_at, c.name, c.gpus, coalesce(h.hosts, []) as hosts
+from chosen c
+left join hosts h on h.job_id = c.job_id and h.start_at is not distinct from c.start_at
+order by c.end_at, c.job_id;

@@ -1,0 +1,254 @@
+"""Healthy-job evidence (issue #15): COMPLETED jobs whose traffic crossed a link through a flap
+longer than they could wait make its flaps weigh less, unless the link also killed a job.
+
+A hand-built store through the real ingest pins the crossing rules (rails from the job's own
+logs, one-host jobs, the time margins, NCCL_IB_HCA) and the precedence of killing evidence; a
+small generated scenario with `harmless_flaps` shows a harmless link going below a killer."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.analyse.correlate import Evidence, gather, link_of
+from auditor.analyse.rank import as_json, rank
+from auditor.ingest.captures import ingest_files
+from auditor.ingest.jobs import JobOptions, ingest_job_files
+from auditor.ingest.logs import LogOptions, ingest_logs
+from auditor.nccl import ib_hca_selects
+from auditor.parse.joblog import parse_joblog
+from auditor.simulate.evaluate import evaluate, load_scenario
+from auditor.simulate.scenario import generate
+from auditor.store import Store, utc_naive
+from auditor.timeparse import parse_instant
+
+T = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)  # the flap goes down
+FLAP_S = 300  # longer than any NCCL here waits (2.21: 8.6 s, 2.27: 34 s)
+STAMP = "%Y-%m-%dT%H:%M:%S"
+
+
+def test_ib_hca_selects_as_nccl_matches_its_list() -> None:
+    assert ib_hca_selects("mlx5_1", "mlx5_1", 1)
+    assert ib_hca_selects("mlx5_1", "mlx5_10", 1)  # a prefix, as NCCL compares
+    assert not ib_hca_selects("=mlx5_1", "mlx5_10", 1)
+    assert ib_hca_selects("=mlx5_1", "mlx5_1", 1)
+    assert not ib_hca_selects("^mlx5_1", "mlx5_1", 1)
+    assert ib_hca_selects("^mlx5_1", "mlx5_0", 1)
+    assert not ib_hca_selects("^=mlx5_1", "mlx5_1", 1)
+    assert ib_hca_selects("^=mlx5_1", "mlx5_10", 1)
+    assert ib_hca_selects("mlx5_0:1,mlx5_1:1", "mlx5_1", 1)
+    assert not ib_hca_selects("mlx5_0:1,mlx5_1:2", "mlx5_1", 1)
+    assert not ib_hca_selects("mlx5_0", "mlx5_1", 1)
+
+
+def test_the_job_log_parser_keeps_the_using_lists_and_nccl_ib_hca() -> None:
+    lines = [
+        "node-001:100:100 [0] NCCL INFO NCCL_IB_HCA set to ^=mlx5_1\n",
+        "node-001:100:100 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n",
+        "node-002:200:200 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_2:1/IB [RO]; "
+        "OOB ib0:10.0.0.2<0>\n",
+    ]
+    res = parse_joblog(list(enumerate(lines, 1)))
+    assert res.ib_hca == "^=mlx5_1"
+    assert res.using == {("node-001", "mlx5_0"), ("node-002", "mlx5_0"), ("node-002", "mlx5_2")}
+
+
+# ------------------------------------------------------------------ a hand-built store
+
+
+def _nccl_log(host: str, peer: str, devices: list[str] | None, ib_hca: str | None) -> str:
+    out = [f"{host}:4100:4100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4"]
+    if ib_hca is not None:
+        out.append(f"{host}:4100:4100 [0] NCCL INFO NCCL_IB_HCA set to {ib_hca}")
+    if devices is not None:
+        for h in (host, peer):
+            listed = " ".join(f"[{i}]{d}:1/IB" for i, d in enumerate(devices))
+            out.append(f"{h}:4100:4100 [0] NCCL INFO NET/IB : Using {listed} [RO]; OOB ib0:"
+                       f"10.9.9.9<0>")
+    return "\n".join(out) + "\n"
+
+
+def _build(tmp: Path, killer: bool) -> tuple[Path, tuple[tuple[str, int], ...], dict[str, str]]:
+    """Two rails, four hosts; host X's mlx5_1 cable goes down at T for FLAP_S. Jobs on X and Y
+    (and, with `killer`, a job that died of that flap). Returns the DB, the link and names."""
+    src = tmp / "fabric"
+    generate(src, seed=1, spines=2, leaves=4, hosts_per_leaf=2, hcas_per_host=2)
+    truth = json.loads((src / "truth.json").read_text())
+    db = tmp / "a.duckdb"
+    with Store(db) as store:
+        ingest_files(store, [src / "topology" / "ibnetdiscover.txt"],
+                     at=parse_instant(truth["topology_at"]))
+        fabric = store.fabric(store.snapshot_times(datetime.now(UTC), limit=1)[0])
+    hca = next(n for n in sorted(fabric.nodes.values(), key=lambda n: n.name)
+               if n.device == "mlx5_1")
+    x = hca.name
+    y = next(n.name for n in sorted(fabric.nodes.values(), key=lambda n: n.name)
+             if n.device == "mlx5_1" and n.name != x)
+    lk = next(lk for lk in fabric.links if hca.guid in (lk.a_guid, lk.b_guid))
+    hca_port, leaf_guid, leaf_port = ((lk.a_port, lk.b_guid, lk.b_port)
+                                      if lk.a_guid == hca.guid else
+                                      (lk.b_port, lk.a_guid, lk.a_port))
+    leaf = fabric.nodes[leaf_guid].name
+    up = T + timedelta(seconds=FLAP_S)
+    log = tmp / "switch.log"
+    log.write_text(
+        f"{T.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{leaf_port} "
+        "changed state to DOWN\n"
+        f"{up.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{leaf_port} "
+        "changed state to UP\n")
+    hour = timedelta(hours=1)
+    rows = [  # job, state, start, end, hosts
+        ("101", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # Using names mlx5_1: sure
+        ("102", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # Using names mlx5_0 only
+        ("103", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # no log: rail not known
+        ("104", "COMPLETED", T - hour, up + hour, x),  # one host: NVLink, never the cable
+        ("105", "COMPLETED", T - hour, up + timedelta(minutes=5), f"{x},{y}"),  # ended too soon
+        ("106", "COMPLETED", T - timedelta(minutes=1), up + hour, f"{x},{y}"),  # NCCL not up yet
+        ("107", "CANCELLED", T - hour, up + hour, f"{x},{y}"),  # did not complete
+        ("108", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # NCCL_IB_HCA=^mlx5_1
+        ("109", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # NCCL_IB_HCA==mlx5_1
+    ]
+    logs = {"101": _nccl_log(x, y, ["mlx5_0", "mlx5_1"], None),
+            "102": _nccl_log(x, y, ["mlx5_0"], "mlx5_0"),
+            "108": _nccl_log(x, y, None, "^mlx5_1"),
+            "109": _nccl_log(x, y, None, "=mlx5_1")}
+    if killer:
+        # NCCL 2.27 (IB timeout 20: 34.4 s) on rail 1 of X and Y: its QP gives up 34 s in.
+        rows.append(("110", "FAILED", T - hour, T + timedelta(seconds=90), f"{x},{y}"))
+        died = T + timedelta(seconds=35)
+        y_ip = next(line.split()[0] for line in (src / "hosts").read_text().splitlines()
+                    if line.split()[1:2] == [y])
+        logs["110"] = (
+            f"{x}:617:617 [1] NCCL INFO NCCL version 2.27.7+cuda12.9\n"
+            f"[{died:%Y-%m-%d %H:%M:%S}] {x}:617:2799 [1] transport/net_ib.cc:2360 NCCL WARN "
+            f"NET/IB: Got completion from peer {y_ip}<53393> with status=12 opcode=1 len=0 "
+            "vendor err 129 (Send) hca mlx5_1\n")
+    sacct = tmp / "sacct.txt"
+    sacct.write_text("JobID|State|Start|End|NodeList\n" + "".join(
+        f"{j}|{state}|{a:{STAMP}}|{b:{STAMP}}|{hosts}\n" for j, state, a, b, hosts in rows))
+    with Store(db) as store:
+        ingest_logs(store, [log], "auto", LogOptions(), now=up + 2 * hour)
+        ingest_job_files(store, [src / "hosts", sacct], "auto", JobOptions())
+        for job, text in logs.items():
+            path = tmp / f"{job}.log"
+            path.write_text(text)
+            ingest_job_files(store, [path], "joblog", JobOptions(job=job))
+    link = link_of([(hca.guid, hca_port), (leaf_guid, leaf_port)])
+    return db, link, {"x": x, "y": y, "leaf": leaf}
+
+
+def _gather(db: Path) -> Evidence:
+    with Store(db, read_only=True) as store:
+        return gather(store, utc_naive(T - timedelta(hours=6)), utc_naive(T + timedelta(hours=6)))
+
+
+def _mine(result: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    return next(s for s in result["suspects"]
+                if {e["name"] for e in s["ends"]} == {names["x"], names["leaf"]})
+
+
+def test_only_jobs_whose_traffic_crossed_the_cable_count(tmp_path: Path) -> None:
+    db, link, names = _build(tmp_path, killer=False)
+    ev = _gather(db)
+    le = ev.links[link]
+    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "109": 1.0}
+    assert {h.job_id: h.how for h in le.healthy} == {
+        "101": "its Using list names the HCA", "103": "rail not known",
+        "109": "NCCL_IB_HCA==mlx5_1 picks the HCA"}
+    before = _mine(as_json(ev, rank(ev)), names)
+    assert before["survived_jobs"] == ["101", "103", "109"]
+    said = [line for line in before["evidence"] if line.startswith("survived by")]
+    assert said and said[0].startswith("survived by 3 job(s) that crossed it (101, 103, 109): "
+                                       "its flaps did not kill traffic")
+    # A sure crossing: the one long flap weighs what an absorbed flap weighs.
+    assert before["survived_points_off"] > 3
+    assert before["score"] == round(1 - 2.718281828459045 ** (-0.5 / 6), 3)
+    le.healthy = []
+    plain = _mine(as_json(ev, rank(ev)), names)
+    assert plain["score"] > before["score"] and plain["survived_jobs"] == []
+    assert plain["survived_points_off"] == 0
+
+
+def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path: Path) -> None:
+    db, link, names = _build(tmp_path, killer=True)
+    ev = _gather(db)
+    le = ev.links[link]
+    assert [j["job_id"] for j in le.jobs] == ["110"]
+    assert {h.job_id for h in le.healthy} == {"101", "103", "109"}
+    with_them = as_json(ev, rank(ev))
+    mine = _mine(with_them, names)
+    assert mine["jobs_failed"] == 1 and mine["survived_jobs"] == ["101", "103", "109"]
+    assert mine["survived_points_off"] == 0
+    assert any("killing evidence wins" in line for line in mine["evidence"])
+    le.healthy = []
+    without = _mine(as_json(ev, rank(ev)), names)
+    assert (mine["rank"], mine["score"]) == (without["rank"], without["score"])
+
+
+# ------------------------------------------------------------------ a generated scenario
+
+
+@pytest.fixture(scope="module")
+def harmless(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Evidence, Path]:
+    folder = tmp_path_factory.mktemp("harmless")
+    generate(folder / "s", seed=18, spines=4, leaves=8, hosts_per_leaf=4, harmless_flaps=2)
+    truth = load_scenario(folder / "s", folder / "a.duckdb")
+    with Store(folder / "a.duckdb", read_only=True) as store:
+        ev = gather(store, utc_naive(parse_instant(truth["window_start"])),
+                    utc_naive(parse_instant(truth["window_end"])))
+    return truth, ev, folder
+
+
+def _key(ends: list[dict[str, Any]]) -> frozenset[tuple[str, int]]:
+    return frozenset((e["name"], e["port"]) for e in ends)
+
+
+def test_a_harmless_link_goes_below_a_link_that_killed(
+        harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
+    truth, ev, _ = harmless
+    after = as_json(ev, rank(ev))["suspects"]
+    saved = {k: le.healthy for k, le in ev.links.items()}
+    for le in ev.links.values():
+        le.healthy = []
+    before = as_json(ev, rank(ev))["suspects"]
+    for k, found in saved.items():
+        ev.links[k].healthy = found
+    crossed = {_key(h["ends"]): {j for c in h["crossed_by"] for j in c}
+               for h in truth["harmless_links"]}
+    rank_before = {_key(s["ends"]): s["rank"] for s in before}
+    killers = [s for s in after if s["jobs_failed"] and s["component"] not in ("switch", "host")]
+    moved = [(s, k) for s in after if _key(s["ends"]) in crossed for k in killers
+             if rank_before[_key(s["ends"])] < rank_before[_key(k["ends"])]
+             and s["rank"] > k["rank"]]
+    assert moved, "a harmless link that outranked a killer goes below it"
+    for s, _ in moved:
+        assert s["jobs_failed"] == 0 and s["survived_points_off"] > 0
+        # every job it names did cross that link in the simulation, and none died of it
+        assert set(s["survived_jobs"]) <= crossed[_key(s["ends"])]
+        assert any(line.startswith(f"survived by {len(s['survived_jobs'])} job(s) that crossed "
+                                   "it (") and "its flaps did not kill traffic" in line
+                   for line in s["evidence"])
+    bad = {_key(b["ends"]) for b in truth["bad_cables"]}
+    assert not bad & set(crossed)
+
+
+def test_the_benchmark_scores_harmless_links_before_and_after(
+        harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
+    truth, _, folder = harmless
+    score, _ = evaluate(folder / "s", folder / "b.duckdb", before=True)
+    before = score.before
+    assert before is not None and before.before is None
+    assert len(score.harmless_ranks) == len(before.harmless_ranks) == 2
+    for scored in (before, score):
+        # a harmless link in the top K is a false blame, one below it is not
+        in_top = [r for r in scored.harmless_ranks if r is not None and r <= scored.k]
+        names = [" <-> ".join(f"{e['name']}[{e['port']}]" for e in h["ends"])
+                 for h in truth["harmless_links"]]
+        assert len([b for b in scored.false_blames
+                    if any(set(b.split(" <-> ")) == set(n.split(" <-> ")) for n in names)]
+                   ) == len(in_top)
+    assert sum(r or 99 for r in score.harmless_ranks) > sum(r or 99 for r in before.harmless_ranks)
