@@ -887,7 +887,7 @@ def export_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
-    events, counters, jobs, flaps and each day's suspects, partitioned by fabric and day
+    events, counters, jobs, flaps, each day's suspects and outcomes, partitioned by fabric and day
     (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
     rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
 
@@ -906,7 +906,7 @@ def export_cmd(
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
         done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases)
+                      settings.aliases, settings.outcomes)
     rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
              "days": len(done.days), "files": done.files, "out": str(out)}]
     _out(render_rows(rows, fmt, title="export"))

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 # what `auditor export` writes -> the statement (queries/<name>.sql) that writes it
 _EXPORTED = {"nodes": "export_nodes", "links": "export_links", "port_events": "export_port_events",
              "counters": "export_counters", "jobs": "export_jobs", "flaps": "export_flaps",
-             "suspects": "export_suspects"}
+             "suspects": "export_suspects", "outcomes": "export_outcomes"}
 
 
 # the columns of one remembered suspect (queries/remembered_suspects_insert.sql), issue #15

@@ -11,6 +11,7 @@ database, day by day.
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def test_export_is_idempotent_and_rewrites_only_what_it_is_asked(fabrics: dict[s
             "--until", "2026-11-21T23:59:59Z"]
     assert runner.invoke(app, [*args, "--since", "47h"]).exit_code == 0
     first = {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.parquet"))}
-    assert len(first) == 7 * 2  # seven tables, two days
+    assert len(first) == 8 * 2  # eight tables, two days
     assert runner.invoke(app, [*args, "--since", "47h"]).exit_code == 0
     assert {p: p.read_bytes() for p in sorted(tmp_path.rglob("*.parquet"))} == first
     assert not list(tmp_path.rglob("*.tmp"))  # no temporary file left behind
@@ -149,3 +150,28 @@ def test_fleet_of_a_folder_that_is_not_an_export(tmp_path: Path) -> None:
     result = runner.invoke(app, ["fleet", str(tmp_path / "missing")])
     assert result.exit_code == 2
     assert "not an export folder" in result.stderr
+
+
+def test_outcomes_partition_is_what_auditor_outcomes_says(fabrics: dict[str, Path],
+                                                          tmp_path: Path) -> None:
+    """After a nightly run remembered its suspects, a day's `outcomes` partition holds each
+    remembered suspect as judged at the end of that day, as `auditor outcomes` judges it."""
+    db = tmp_path / "pod1.duckdb"
+    shutil.copyfile(fabrics["pod1"], db)
+    night = runner.invoke(app, ["--db", str(db), "nightly", "--no-sweep", "--until",
+                                "2026-11-21T23:00:00Z"])
+    assert night.exit_code in (0, 10), night.output
+    out = tmp_path / "history"
+    assert runner.invoke(app, ["--db", str(db), "export", "--out", str(out), "--fabric", "pod1",
+                               "--since", "1h", "--until", "2026-11-21T23:59:59Z"]).exit_code == 0
+    rows = ds.dataset(out / "outcomes", format="parquet", partitioning="hive").to_table()
+    assert set(rows.column("day").to_pylist()) == {"2026-11-21"}
+    said = runner.invoke(app, ["--db", str(db), "outcomes", "--until", "2026-11-22T00:00:00Z",
+                               "--format", "json"])
+    assert said.exit_code == 0, said.output
+    expected = sorted((s["component"], s["ends"][0]["guid"], s["ends"][0]["port"], s["verdict"],
+                       s["nights"]) for s in json.loads(said.stdout)["suspects"])
+    got = sorted(zip(rows.column("component").to_pylist(), rows.column("a_guid").to_pylist(),
+                     rows.column("a_port").to_pylist(), rows.column("verdict").to_pylist(),
+                     rows.column("nights").to_pylist(), strict=True))
+    assert got == expected and len(got) > 0

@@ -4,9 +4,10 @@
 
     <out>/<table>/fabric=<fabric>/day=<YYYY-MM-DD>/part-0.parquet
 
-for nodes, links, port_events, counters and jobs (rows as stored) and for flaps and suspects
-(what the analysis makes of that day: the flaps that went down in it, the ranking of its 24
-hours). Every partition of the days asked for is written whole from the database, to a temporary
+for nodes, links, port_events, counters and jobs (rows as stored) and for flaps, suspects and
+outcomes (what the analysis makes of that day: the flaps that went down in it, the ranking of
+its 24 hours, and what every suspect the nightly runs remembered had turned out to be by the
+day's end). Every partition of the days asked for is written whole from the database, to a temporary
 name and renamed, so an export can be repeated (same database, same bytes), a reader never sees
 half a file, and a nightly run re-exporting the last two days picks up late evidence.
 
@@ -28,13 +29,14 @@ from typing import Any
 
 from auditor.analyse import flaps as flaps_mod
 from auditor.analyse.correlate import gather
+from auditor.analyse.outcomes import Outcomes, episode_json, judge
 from auditor.analyse.rank import as_json, rank
-from auditor.config import RankingSettings
+from auditor.config import OutcomesSettings, RankingSettings
 from auditor.errors import AuditorError
 from auditor.store import Store, utc_naive
 
 STORED = ("nodes", "links", "port_events", "counters", "jobs")
-ANALYSED = ("flaps", "suspects")
+ANALYSED = ("flaps", "suspects", "outcomes")
 TABLES = STORED + ANALYSED
 PART = "part-0.parquet"
 # A fabric name is a path component of every partition: plain words only.
@@ -117,6 +119,25 @@ def _suspect_columns(suspects: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return cols
 
 
+def _outcome_columns(judged: Outcomes | None) -> dict[str, list[Any]]:
+    cols: dict[str, list[Any]] = {k: [] for k in (
+        "component", "a_name", "a_guid", "a_port", "b_name", "b_guid", "b_port", "rules",
+        "first_at", "first_seen", "last_seen", "nights", "verdict", "young", "followed_part",
+        "reason", "ticket", "fixed_at", "days_to_fix", "gpu_hours_lost")}
+    for e in (episode_json(x) for x in (judged.episodes if judged else [])):
+        ends = e["ends"]
+        b = ends[1] if len(ends) > 1 else {"name": None, "guid": None, "port": None}
+        for side, end in (("a", ends[0]), ("b", b)):
+            for key in ("name", "guid", "port"):
+                cols[f"{side}_{key}"].append(end[key])
+        for key in ("component", "rules", "nights", "verdict", "young", "followed_part",
+                    "reason", "ticket", "days_to_fix", "gpu_hours_lost"):
+            cols[key].append(e[key])  # type: ignore[literal-required]
+        for key in ("first_at", "first_seen", "last_seen", "fixed_at"):
+            cols[key].append(_instant(e[key]))  # type: ignore[literal-required]
+    return cols
+
+
 def _write(final: Path, write: Callable[[Path], None]) -> None:
     """Call `write(tmp_path)`, then move the file into its partition in one rename."""
     try:
@@ -129,8 +150,8 @@ def _write(final: Path, write: Callable[[Path], None]) -> None:
 
 
 def export(store: Store, out: Path, fabric: str, since: datetime, until: datetime,
-           cfg: RankingSettings | None = None, aliases: dict[str, str] | None = None
-           ) -> Exported:
+           cfg: RankingSettings | None = None, aliases: dict[str, str] | None = None,
+           outcomes: OutcomesSettings | None = None) -> Exported:
     """Write every table's partitions of the days [since, until] touches (see the module)."""
     check_fabric(fabric)
     days = days_between(since, until)
@@ -149,7 +170,12 @@ def export(store: Store, out: Path, fabric: str, since: datetime, until: datetim
         suspect_cols = _suspect_columns(_day_suspects(store, day, end, cfg, aliases))
         _write(_partition(out, "suspects", fabric, day),
                partial(store.export_rows, "suspects", suspect_cols))
-        files += 2
+        settings = outcomes or OutcomesSettings()
+        judged = judge(store, end - settings.span, end, settings) \
+            if store.suspect_runs(end - settings.span, end) else None
+        _write(_partition(out, "outcomes", fabric, day),
+               partial(store.export_rows, "outcomes", _outcome_columns(judged)))
+        files += 3
     return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files)
 
 
