@@ -656,6 +656,14 @@ class Store:
                  **{c: [r[c] for r in rows] for c in cols},
                  lot=[r.get("lot") for r in rows])  # only the cabling plan knows a lot
 
+    def cable_types(self, ports: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """(GUID, port) -> the cable type of the newest module there, for `ports` only."""
+        if not ports:
+            return {}
+        wanted = sorted(set(ports))
+        return {(g, p): c for g, p, c in self.run(
+            "cable_types_of_ports", guids=[g for g, _ in wanted], ports=[p for _, p in wanted])}
+
     def transceivers(self) -> list[dict[str, Any]]:
         return self.run_dicts("transceivers_latest")
 

@@ -270,8 +270,7 @@ def _ber_evidence(store: Store, fabric: Fabric, since: datetime, until: datetime
     for d in store.data_deltas(since, until, sorted(wanted)):
         data[(d["guid"], d["port"], d["counter"])][(d["prev_at"], d["seen_at"])] = d["delta"]
     rates, usual = _link_rates(fabric)
-    cables = {(t["guid"], t["port"]): t["cable_type"] for t in store.transceivers()
-              if t["guid"] is not None and t["port"] is not None and t["cable_type"]}
+    cables = store.cable_types(sorted(wanted))
     for key, rows in symbols.items():
         peer = peers.get(key)
         rate = rates.get(key) or (rates.get(peer) if peer else None)
