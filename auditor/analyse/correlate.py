@@ -43,7 +43,7 @@ from typing import Any
 
 from auditor import graph
 from auditor.analyse import ber
-from auditor.analyse.flaps import Flap, PortKey, flaps
+from auditor.analyse.flaps import LOOKBACK, Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
 from auditor.analyse.healthy import HealthyJob, healthy_jobs
 from auditor.analyse.optics import WatchList, watch_list
@@ -126,6 +126,8 @@ class Evidence:
     jobs_without_logs: list[str] = field(default_factory=list)
     # Transceiver diagnostics trends over `[optics] history_days` before `until` (issue #14).
     watch: WatchList | None = None
+    # the port events gather read (from a day before the lookback to `until`), oldest first
+    events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -455,7 +457,9 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     names = store.node_names()
     peers = store.port_peers(until)
     look_from = since - cfg.before
-    all_flaps = flaps(store, look_from, until, peers)
+    # Read once: the flaps and the coverage notes (analyse/coverage.py) both need them.
+    events = store.events(look_from - LOOKBACK, until)
+    all_flaps = flaps(store, look_from, until, peers, events)
     windows = _maintenance_targets(store.maintenance(look_from, until), fabric)
 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
@@ -628,7 +632,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     for link, found in crossed.items():
         links[link].healthy = found
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names, no_logs, watch)
+                    unexplained, names, no_logs, watch, events)
 
 
 def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],

@@ -137,7 +137,7 @@ def blind_spots(store: Store, ev: Evidence) -> Coverage:
     """The coverage of the window `ev` was gathered for."""
     fabric = ev.fabric
     cov = Coverage(switches=sum(n.node_type == NodeType.SWITCH for n in fabric.nodes.values()))
-    _switch_logs(ev, store.events(ev.since, ev.until), cov)
+    _switch_logs(ev, [e for e in ev.events if ev.since <= e["event_at"] <= ev.until], cov)
     names, guids = store.hosts_read(ev.until)
     hosts: dict[str, bool] = {}
     for g, n in fabric.nodes.items():

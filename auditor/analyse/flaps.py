@@ -159,10 +159,13 @@ def add_counter_flaps(flaps: list[Flap], deltas: list[dict[str, Any]],
 
 
 def flaps(store: Store, since: datetime, until: datetime,
-          peers: dict[PortKey, PortKey] | None = None) -> list[Flap]:
+          peers: dict[PortKey, PortKey] | None = None,
+          events: list[dict[str, Any]] | None = None) -> list[Flap]:
     """Every link flap that went down in [since, until], or was still down at `since`.
-    `peers` (store.port_peers(until)) may be passed in when the caller has it already."""
-    events = store.events(since - LOOKBACK, until)
+    `peers` (store.port_peers(until)) and `events` (store.events(since - LOOKBACK, until)) may
+    be passed in when the caller has them already."""
+    if events is None:
+        events = store.events(since - LOOKBACK, until)
     peers = dict(peers) if peers is not None else store.port_peers(until)
     for e in events:
         # Sources that name both ends (UFM) teach us the peer even without a topology snapshot.
