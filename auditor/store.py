@@ -807,14 +807,33 @@ class Store:
                  using=[[{"host": h, "hca": c} for h, c in sorted(m.using)] for m in logs],
                  ib_hca=[m.ib_hca for m in logs])
 
-    def job_logs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until))
+    def job_logs(self, since: datetime, until: datetime,
+                 jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+        """The logs dated near [since, until], and those labelled with a job that had not
+        ended before `jobs_since` (default: `since`)."""
+        return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
+                              jobs_since=utc_naive(jobs_since or since))
 
-    def job_errors(self, since: datetime, until: datetime,
-                   sources: Sequence[int] = ()) -> list[dict[str, Any]]:
-        """Failure lines in the window, plus every line of the job logs `sources`."""
+    def job_log_settings(self, since: datetime, until: datetime
+                         ) -> tuple[list[str], list[tuple[int, int | None]]]:
+        """(NCCL versions, distinct (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) set by environment) of
+        every log labelled with a job or dated near [since, until]."""
+        versions: list[str] = []
+        waits: list[tuple[int, int | None]] = []
+        for what, version, timeout, retry in self.run(
+                "job_log_settings", since=utc_naive(since), until=utc_naive(until)):
+            if what == "version":
+                versions.append(version)
+            else:
+                waits.append((timeout, retry))
+        return sorted(versions), sorted(waits, key=lambda w: (w[0], w[1] is None, w[1] or 0))
+
+    def job_errors(self, since: datetime, until: datetime, sources: Sequence[int] = (),
+                   jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+        """Failure lines in the window, the undated lines of jobs that had not ended before
+        `jobs_since` (default: `since`), and every line of the job logs `sources`."""
         return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
-                              sources=list(sources))
+                              sources=list(sources), jobs_since=utc_naive(jobs_since or since))
 
     def add_host_addresses(self, source_id: int, rows: Sequence[HostAddress]) -> None:
         if rows:

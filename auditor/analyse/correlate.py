@@ -494,7 +494,10 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     resolver = _HostResolver(fabric, store.host_addresses(), aliases or {})
     hcas = _Hcas(fabric)
     late_until = until + cfg.after + timedelta(minutes=10)
-    logs = store.job_logs(look_from, late_until)
+    # Logged for a job: only those of jobs still running at `since` (ranked or healthy here);
+    # what the site runs comes from all of them, as distinct values.
+    logs = store.job_logs(look_from, late_until, jobs_since=since)
+    in_use, settings = store.job_log_settings(look_from, late_until)
     unlabelled = [lg for lg in logs if lg["job_id"] is None]
     # Of a month's ~100,000 jobs only the failed ones and those running at the moments asked
     # about are read (issue #13: reading all was most of `suspects --since 30d`).
@@ -502,7 +505,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                for t in (lg["first_at"], lg["last_at"], lg["written_at"]) if t is not None]
     matched = _match_logs(unlabelled, _jobs_by_host(
         store.jobs_during(since, until, written), resolver, written), resolver)
-    errors = store.job_errors(look_from, late_until, sources=sorted(matched))
+    errors = store.job_errors(look_from, late_until, sources=sorted(matched), jobs_since=since)
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
     views: dict[str, _JobView] = defaultdict(lambda: _JobView([], [], {}))
     for lg in logs:
@@ -514,7 +517,6 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                              ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
                 if lg[col] is not None:
                     view.env.setdefault(key, lg[col])
-    in_use = sorted({v for lg in logs for v in lg["nccl_versions"]})
     errors_by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in errors:
         job_id = e["job_id"] or matched.get(e["source_id"])
@@ -628,7 +630,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                            lambda spans: store.jobs_through(since, until, spans, "COMPLETED"),
                            resolver.host,
                            fabric, g, logs, matched, {j: v.errors for j, v in views.items()},
-                           cfg, in_use)
+                           cfg, in_use, settings)
     for link, found in crossed.items():
         links[link].healthy = found
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,

@@ -141,14 +141,14 @@ def _uplink_share(uplinks: int) -> float:
     return 1.0 - (1.0 - 1.0 / k) ** _EDGE_FLOWS
 
 
-def _longest_wait(logs: Sequence[Mapping[str, Any]], cfg: RankingSettings,
+def _longest_wait(settings: Sequence[tuple[int, int | None]], cfg: RankingSettings,
                   in_use: Sequence[str]) -> float:
-    """The longest any job here may wait for a dead link, when its own log does not say."""
+    """The longest any job here may wait for a dead link, when its own log does not say:
+    `settings` holds the (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) its logs set by environment."""
     waits = [job_death([], {}, site_version=cfg.nccl_version, site_timeout=cfg.nccl_ib_timeout,
                        versions_in_use=in_use).hi]
-    waits += [death_s(lg["ib_timeout"], lg["ib_retry_cnt"] if lg["ib_retry_cnt"] is not None
-                      else RETRY_CNT_DEFAULT)
-              for lg in logs if lg["ib_timeout"] is not None]
+    waits += [death_s(timeout, retry if retry is not None else RETRY_CNT_DEFAULT)
+              for timeout, retry in settings]
     return max(waits)
 
 
@@ -158,12 +158,14 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
                  host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
-                 in_use: Sequence[str]) -> dict[LinkKey, list[HealthyJob]]:
+                 in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]
+                 ) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
     than they could wait (see the module docstring). `completed_through(spans)`: the COMPLETED
     jobs that ran through one of the spans whole, with their hosts (a month holds 100,000
-    jobs: only those are read)."""
-    site_wait = _longest_wait(logs, cfg, in_use)
+    jobs: only those are read). `in_use` and `settings`: the NCCL versions and the
+    (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs, for jobs whose own say nothing."""
+    site_wait = _longest_wait(settings, cfg, in_use)
     rails = _rails(logs, matched, errors, host_of)
 
     # Thousands of logs share a handful of NCCL versions and settings.
