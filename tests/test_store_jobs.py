@@ -1,0 +1,79 @@
+"""The Slurm job queries `gather` runs (issue #13 rewrote them for speed): the newest record of
+each job id and start decides, a requeued job is another job, a job's hosts come back sorted,
+and a job without hosts has none."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from auditor.models import Job, JobTable
+from auditor.store import Store
+
+T0 = datetime(2026, 11, 29, tzinfo=UTC)
+UNTIL = T0 + timedelta(days=1)
+H = timedelta(hours=1)
+
+
+def _table(*jobs: Job) -> JobTable:
+    table = JobTable()
+    for job in jobs:
+        table.append(job)
+    return table
+
+
+def _store(path: Path) -> Store:
+    store = Store(path)
+    store.add_jobs(1, _table(
+        Job("10", "FAILED", T0 + H, T0 + 3 * H, ("gpu-b", "gpu-a")),
+        # Requeued: the same id with another start is another job.
+        Job("10", "COMPLETED", T0 + 4 * H, T0 + 9 * H, ("gpu-c", "gpu-a")),
+        Job("11", "RUNNING", T0 + 2 * H, None, ("gpu-d",)),
+        Job("12", "FAILED", None, T0 + 5 * H, ("gpu-e",)),
+        Job("13", "COMPLETED", T0 + H, T0 + 2 * H, ("gpu-f",))))
+    # An older record of job 14 (source 3) says COMPLETED, the newer one (source 5) FAILED;
+    # add_jobs replaces older records, databases written before it kept both.
+    store.add_jobs(5, _table(Job("14", "FAILED", T0 + H, T0 + 8 * H, ("gpu-g", "gpu-h"))))
+    store._con.execute(
+        "insert into jobs (source_id, job_id, state, start_at, end_at) values "
+        "(3, '14', 'COMPLETED', $s, $e)", {"s": (T0 + H).replace(tzinfo=None),
+                                           "e": (T0 + 8 * H).replace(tzinfo=None)})
+    # A job the scheduler listed with no hosts.
+    store._con.execute(
+        "insert into jobs (source_id, job_id, state, start_at, end_at) values "
+        "(1, '15', 'COMPLETED', $s, $e)", {"s": (T0 + H).replace(tzinfo=None),
+                                           "e": (T0 + 7 * H).replace(tzinfo=None)})
+    return store
+
+
+def _ids(jobs: list[dict[str, object]]) -> list[tuple[object, object, object]]:
+    return [(j["job_id"], j["state"], j["hosts"]) for j in jobs]
+
+
+def test_jobs_ended_newest_record_and_sorted_hosts(tmp_path: Path) -> None:
+    with _store(tmp_path / "j.duckdb") as store:
+        ended = store.jobs_ended(T0, UNTIL, {"FAILED"})
+    assert _ids(ended) == [("10", "FAILED", ["gpu-a", "gpu-b"]),
+                           ("12", "FAILED", ["gpu-e"]),
+                           ("14", "FAILED", ["gpu-g", "gpu-h"])]
+    assert ended[1]["start_at"] is None
+
+
+def test_jobs_through_only_when_the_newest_record_is_in_state(tmp_path: Path) -> None:
+    span = [(T0 + 5 * H, T0 + 6 * H)]
+    with _store(tmp_path / "j.duckdb") as store:
+        through = store.jobs_through(T0, UNTIL, span, "COMPLETED")
+        failed = store.jobs_through(T0, UNTIL, span, "FAILED")
+    # 14's older COMPLETED record ran through the span too; its newest says FAILED.
+    assert _ids(through) == [("15", "COMPLETED", []), ("10", "COMPLETED", ["gpu-a", "gpu-c"])]
+    assert _ids(failed) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
+
+
+def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
+    with _store(tmp_path / "j.duckdb") as store:
+        early = store.jobs_during(T0, UNTIL, [(T0 + 90 * timedelta(minutes=1), T0 + 2 * H)])
+        late = store.jobs_during(T0, UNTIL, [(T0 + 10 * H, T0 + 11 * H)])
+    assert _ids(early) == [("13", "COMPLETED", ["gpu-f"]), ("10", "FAILED", ["gpu-a", "gpu-b"]),
+                           ("15", "COMPLETED", []), ("14", "FAILED", ["gpu-g", "gpu-h"]),
+                           ("11", "RUNNING", ["gpu-d"])]
+    assert _ids(late) == [("11", "RUNNING", ["gpu-d"])]
