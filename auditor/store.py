@@ -599,15 +599,26 @@ class Store:
         """Counter increases per port between readings in (since, until]; resets handled."""
         return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
 
+    def counter_steps(self, flaps_since: datetime, since: datetime, until: datetime
+                      ) -> list[dict[str, Any]]:
+        """What `suspects` reads of the error counters, in one query: the LinkDownedCounter
+        increases above 0 of `counter_deltas(flaps_since, until)`, then every other counter's
+        increases of `counter_deltas(since, until)` that are not 0, and SymbolErrorCounter's
+        0s; the same rows (less prev_value, value and reset), in the same order."""
+        return self.run_dicts("counter_steps", flaps_since=utc_naive(flaps_since),
+                              since=utc_naive(since), until=utc_naive(until))
+
     def data_deltas(self, since: datetime, until: datetime,
-                    ports: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
-        """PortXmitData / PortRcvData increases (4-octet words) of `ports` (GUID, port) between
-        readings in (since, until]; intervals with a reset or a saturated reading left out."""
-        if not ports:
+                    series: Sequence[tuple[str, int, str]]) -> list[tuple[Any, ...]]:
+        """PortXmitData / PortRcvData increases (4-octet words) of `series` (GUID, port,
+        counter) between readings in (since, until], as (guid, port, counter, prev_at, seen_at,
+        delta); intervals with a reset or a saturated reading left out."""
+        if not series:
             return []
-        wanted = sorted(set(ports))
-        return self.run_dicts("data_deltas", since=utc_naive(since), until=utc_naive(until),
-                              guids=[g for g, _ in wanted], ports=[p for _, p in wanted])
+        wanted = sorted(set(series))
+        return self.run("data_deltas", since=utc_naive(since), until=utc_naive(until),
+                        guids=[g for g, _, _ in wanted], ports=[p for _, p, _ in wanted],
+                        counters=[c for _, _, c in wanted])
 
     # -- export (issue #15) -----------------------------------------------------------------
 

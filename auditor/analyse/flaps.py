@@ -160,10 +160,12 @@ def add_counter_flaps(flaps: list[Flap], deltas: list[dict[str, Any]],
 
 def flaps(store: Store, since: datetime, until: datetime,
           peers: dict[PortKey, PortKey] | None = None,
-          events: list[dict[str, Any]] | None = None) -> list[Flap]:
+          events: list[dict[str, Any]] | None = None,
+          link_downs: list[dict[str, Any]] | None = None) -> list[Flap]:
     """Every link flap that went down in [since, until], or was still down at `since`.
-    `peers` (store.port_peers(until)) and `events` (store.events(since - LOOKBACK, until)) may
-    be passed in when the caller has them already."""
+    `peers` (store.port_peers(until)), `events` (store.events(since - LOOKBACK, until)) and
+    `link_downs` (the LinkDownedCounter rows of store.counter_deltas(since, until) above 0, in
+    its order) may be passed in when the caller has them already."""
     if events is None:
         events = store.events(since - LOOKBACK, until)
     peers = dict(peers) if peers is not None else store.port_peers(until)
@@ -173,7 +175,9 @@ def flaps(store: Store, since: datetime, until: datetime,
             peers.setdefault((e["guid"], e["port"]), (e["peer_guid"], e["peer_port"]))
             peers.setdefault((e["peer_guid"], e["peer_port"]), (e["guid"], e["port"]))
     merged = merge_links(_port_flaps(events), peers)
-    merged = add_counter_flaps(merged, store.counter_deltas(since, until), peers)
+    if link_downs is None:
+        link_downs = store.counter_deltas(since, until)
+    merged = add_counter_flaps(merged, link_downs, peers)
     in_window = [
         f for f in merged
         if f.down_at is not None and (
