@@ -5,6 +5,7 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 
 from __future__ import annotations
 
+import marshal
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -12,9 +13,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import duckdb
+if TYPE_CHECKING:
+    import duckdb
+else:
+    try:
+        # duckdb >= 2.0 is a Python package (`duckdb`) around the engine (`_duckdb`). The
+        # package's __init__ builds 36 dataclasses and reads its own version from the installed
+        # metadata: 40-50 ms of every command, a tenth of `suspects --since 24h` (issue #13).
+        # Connections, queries and errors are the engine's own; registering Python columns
+        # imports the package first (`_columns_ready`).
+        import _duckdb as duckdb
+    except ImportError:  # duckdb 1.x: the engine lives inside the package
+        import duckdb
 
 from auditor import sql
 from auditor.config import DEFAULT_BUSY_TIMEOUT_S
@@ -103,6 +115,12 @@ Placement = tuple[str | None, int | None, str | None, int | None]  # guid, port,
 # Port events reach DuckDB as numpy columns of a registered relation: DuckDB scans those in C,
 # where list parameters cost a Python-to-Value conversion per field (4x slower at 50,000 events).
 # numpy is imported here, not at the top: the read-only commands start 0.1 s sooner without it.
+
+def _columns_ready() -> None:
+    """Before registering Python columns: the duckdb package hooks its Python-object scans
+    into the engine when imported (see the import above)."""
+    import duckdb as _package  # noqa: F401
+
 
 def _events_columns(events: Sequence[PortEvent],
                     placed: Sequence[Placement] | None) -> dict[str, npt.NDArray[Any]]:
@@ -199,6 +217,31 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
 
 
+# fabric_cache's body: marshal of (format, nodes, ports, links, peers, names), the rows of the
+# fabric_nodes, fabric_ports, fabric_links, port_peers and node_names queries. marshal, not
+# pickle: loading it builds tuples and strings only, never objects or code.
+_FABRIC_CACHE_FORMAT = 1
+_FABRIC_CACHE_VERSION = 11  # the schema version that added fabric_cache
+_UNREAD = object()
+
+
+class _CachedFabric(NamedTuple):
+    seen_at: datetime
+    nodes: list[tuple[Any, ...]]
+    ports: list[tuple[Any, ...]]
+    links: list[tuple[Any, ...]]
+    peers: list[tuple[Any, ...]]
+    names: list[tuple[Any, ...]]
+
+
+def _share_strings(tables: tuple[list[tuple[Any, ...]], ...]) -> list[list[tuple[Any, ...]]]:
+    """The same rows with every equal string one object: marshal then writes each GUID once
+    and refers to it (the body is a third the size and loads in half the time)."""
+    seen: dict[str, str] = {}
+    return [[tuple(seen.setdefault(v, v) if isinstance(v, str) else v for v in row)
+             for row in rows] for rows in tables]
+
+
 class Store:
     """One DuckDB file. Open it, use it, close it (or use it as a context manager).
 
@@ -210,6 +253,7 @@ class Store:
                  busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._in_transaction = False
+        self._cached_fabric: _CachedFabric | object | None = _UNREAD
         self._busy_timeout_s = busy_timeout_s
         if read_only and not self.path.exists():
             raise AuditorError(f"{self.path}: no such database (run 'auditor ingest' first)")
@@ -305,6 +349,8 @@ class Store:
                     "insert into schema_version values ($v, $at)",
                     {"v": version, "at": utc_naive(datetime.now(UTC))},
                 )
+                if version == _FABRIC_CACHE_VERSION:
+                    self.refresh_fabric_cache()  # a database from before it: build it once
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -334,6 +380,7 @@ class Store:
         """Bind queries/<query>.sql against this database's schema without running it (every
         table and column it names must exist); raises duckdb.Error when it does not. The
         columns registered at run time (counter_batch) are registered empty meanwhile."""
+        _columns_ready()
         self._con.register("counter_batch", _counter_columns(CounterTable([], [], [], [], [])))
         try:
             self._con.execute("prepare _check_query as " + sql.load(query).strip().rstrip(";"))
@@ -378,6 +425,7 @@ class Store:
         options replaces its earlier records; call it in the ingest's transaction)."""
         if not source_ids:
             return
+        self._cached_fabric = _UNREAD
         for query in ("source_forget_job_nodes", "source_forget_jobs", "source_forget_nodes",
                       "source_forget_ports", "source_forget_links", "source_forget_counters",
                       "source_forget_port_events", "source_forget_source_issues",
@@ -433,6 +481,7 @@ class Store:
     def add_nodes(self, source_id: int, seen_at: datetime, nodes: Sequence[FabricNode]) -> None:
         if not nodes:
             return
+        self._cached_fabric = _UNREAD
         self.run(
             "nodes_insert",
             source_id=source_id,
@@ -450,6 +499,7 @@ class Store:
     def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
         if not ports:
             return
+        self._cached_fabric = _UNREAD
         self.run(
             "ports_insert",
             source_id=source_id,
@@ -469,6 +519,7 @@ class Store:
     def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
         if not links:
             return
+        self._cached_fabric = _UNREAD
         self.run(
             "links_insert",
             source_id=source_id,
@@ -485,6 +536,7 @@ class Store:
         """Store readings: (node GUID, port or None for the switch aggregate, counter, value)."""
         if not table.names:
             return
+        _columns_ready()
         self._con.register("counter_batch", _counter_columns(table))
         try:
             self.run("counters_insert", source_id=source_id, seen_at=utc_naive(seen_at))
@@ -514,13 +566,55 @@ class Store:
         """The fabric exactly as the snapshot taken at `seen_at` saw it."""
         at = utc_naive(seen_at)
         fab = Fabric(seen_at=at)
-        for guid, ntype, desc, name, model, device, lid in self.run("fabric_nodes", seen_at=at):
+        cached = self._fabric_cache()
+        if cached is not None and cached.seen_at == at:
+            nodes, ports, links = cached.nodes, cached.ports, cached.links
+        else:
+            nodes = self.run("fabric_nodes", seen_at=at)
+            ports = self.run("fabric_ports", seen_at=at)
+            links = self.run("fabric_links", seen_at=at)
+        for guid, ntype, desc, name, model, device, lid in nodes:
             fab.nodes[guid] = FabricNode(guid, NodeType(ntype), desc, name, model, device, lid)
-        for row in self.run("fabric_ports", seen_at=at):
-            port = Port(*row)
-            fab.ports[(port.guid, port.port)] = port
-        fab.links = self.fabric_links(at)
+        fab.ports = {(row[0], row[1]): Port(*row) for row in ports}
+        fab.links = [Link(*row) for row in links]
         return fab
+
+    def refresh_fabric_cache(self) -> None:
+        """Keep the newest snapshot ready to read (fabric_cache): call it where a topology
+        ingest stores a snapshot, inside its transaction."""
+        self._cached_fabric = _UNREAD
+        self.run("fabric_cache_clear")
+        times = self.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=1)
+        if not times:
+            return
+        at = utc_naive(times[0])
+        rows = (self.run("fabric_nodes", seen_at=at), self.run("fabric_ports", seen_at=at),
+                self.run("fabric_links", seen_at=at), self.run("port_peers", until=at),
+                self.run("node_names"))
+        body = marshal.dumps((_FABRIC_CACHE_FORMAT, *_share_strings(rows)), 4)
+        self.run("fabric_cache_insert", seen_at=at, fingerprint=self._topology_fingerprint(),
+                 body=body)
+
+    def _topology_fingerprint(self) -> str:
+        return str(self.run("fabric_fingerprint")[0][0])
+
+    def _fabric_cache(self) -> _CachedFabric | None:
+        """The cached newest snapshot, read once per open; None when there is none or the
+        topology sources changed since it was built (then the tables are read)."""
+        if self._cached_fabric is _UNREAD:
+            self._cached_fabric = None
+            rows = self.run("fabric_cache_get")
+            if len(rows) == 1 and rows[0][1] == self._topology_fingerprint():
+                try:
+                    # Only auditor writes this row, into the database it already trusts with
+                    # every answer; marshal builds no objects and runs no code.
+                    data = marshal.loads(rows[0][2])  # noqa: S302
+                except (EOFError, ValueError, TypeError):
+                    data = None  # a damaged row: the tables still hold the truth
+                if isinstance(data, tuple) and len(data) == 6 and \
+                        data[0] == _FABRIC_CACHE_FORMAT:
+                    self._cached_fabric = _CachedFabric(rows[0][0], *data[1:])
+        return self._cached_fabric if isinstance(self._cached_fabric, _CachedFabric) else None
 
     def fabric_links_changed(self, seen_at: datetime, prev_at: datetime) -> list[Link]:
         """The links of the snapshot at `prev_at` that ran at another width or speed than in
@@ -538,6 +632,7 @@ class Store:
         """Store events; `placed` overrides their (GUID, port, peer GUID, peer port)."""
         if not events:
             return
+        _columns_ready()
         self._con.register("event_batch", _events_columns(events, placed))
         try:
             self.run("port_events_stage")
@@ -579,7 +674,14 @@ class Store:
                               until=utc_naive(until))
 
     def port_peers(self, until: datetime) -> dict[tuple[str, int], tuple[str, int]]:
-        return {(r[0], r[1]): (r[2], r[3]) for r in self.run("port_peers", until=utc_naive(until))}
+        """Every port that ever carried a link up to `until`: its last peer."""
+        at = utc_naive(until)
+        cached = self._fabric_cache()
+        # Links are stored at their snapshot's time: when the newest snapshot of all is not
+        # after `until`, every link up to `until` is in the cached answer.
+        rows = cached.peers if cached is not None and cached.seen_at <= at else \
+            self.run("port_peers", until=at)
+        return {(r[0], r[1]): (r[2], r[3]) for r in rows}
 
     def hosts_read(self, until: datetime) -> tuple[set[str], set[str]]:
         """(host names, HCA GUIDs) the host side has told us anything about up to `until`."""
@@ -590,7 +692,10 @@ class Store:
         return names, guids
 
     def node_names(self) -> dict[str, tuple[str, str]]:
-        return {r[0]: (r[1], r[2]) for r in self.run("node_names")}
+        """The newest (name, node type) of every node GUID ever seen."""
+        cached = self._fabric_cache()
+        rows = cached.names if cached is not None else self.run("node_names")
+        return {r[0]: (r[1], r[2]) for r in rows}
 
     def issues(self) -> list[dict[str, Any]]:
         return self.run_dicts("source_issues_list")
@@ -752,6 +857,7 @@ class Store:
         """Store jobs; an earlier record of the same job id and start is replaced."""
         if not jobs:
             return
+        _columns_ready()
         self._con.register("job_batch", _jobs_columns(jobs))
         try:
             self.run("jobs_stage")

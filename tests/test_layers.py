@@ -99,6 +99,7 @@ def test_report_renders_what_analyse_returns() -> None:
 
 @pytest.mark.parametrize(("lib", "only"), [
     ("duckdb", ("auditor.store",)),
+    ("_duckdb", ("auditor.store",)),
     ("typer", ("auditor.cli",)),
     ("paramiko", ("auditor.collect",)),
     ("netmiko", ("auditor.collect",)),

@@ -326,6 +326,7 @@ def ingest_files(
                 # A flap seen only as a link missing from one sweep is still a flap.
                 store.add_topology_events(snapshot_source, times[0], times[1])
             place_unmapped_events(store, moment, aliases)
+            store.refresh_fabric_cache()
     return results
 
 
