@@ -22,6 +22,8 @@ class NodeType(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Node:
+    """A node as one capture printed it (switch or HCA)."""
+
     guid: str
     node_type: NodeType
     description: str
@@ -35,6 +37,8 @@ class Node:
 # members and dict keys, hashed by value as before. Treat them as immutable.
 @dataclass(slots=True, unsafe_hash=True)
 class Port:
+    """One port of a node as a capture printed it."""
+
     guid: str  # node GUID
     port: int
     port_guid: str | None = None
@@ -49,6 +53,8 @@ class Port:
 
 @dataclass(slots=True, unsafe_hash=True)
 class Link:
+    """One cable between two ports, with the width and speed it runs at."""
+
     a_guid: str
     a_port: int
     b_guid: str
@@ -398,6 +404,8 @@ TICKS_WRAP = 2**32  # TimeTicks is 32-bit: sysUpTime wraps after ~497 days
 
 @dataclass(frozen=True)
 class SnmpPort:
+    """One interface of a switch as its SNMP agent reports it."""
+
     if_index: int
     if_name: str
     oper_status: str  # "up", "down", "lowerLayerDown", ... ("status<N>" if not in IF-MIB)
@@ -413,6 +421,8 @@ class SnmpPort:
 
 @dataclass(frozen=True)
 class SnmpResult:
+    """One switch's SNMP poll: its interfaces, or why there are none."""
+
     target: str
     status: SnmpStatus
     detail: str
@@ -423,6 +433,8 @@ class SnmpResult:
 
 @dataclass(frozen=True)
 class SnmpChange:
+    """A change between two polls of one switch."""
+
     if_name: str  # "" for kind "reboot" (the whole agent)
     kind: ChangeKind
     at_estimate: datetime | None

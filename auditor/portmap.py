@@ -48,6 +48,8 @@ def port_number(port_name: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Resolved:
+    """A port name resolved to a node GUID and port, or why not."""
+
     guid: str | None
     port: int | None
     reason: str | None = None  # why it could not be resolved

@@ -153,3 +153,35 @@ def test_demo_ranks_suspects_in_seconds(tmp_path: Path) -> None:
     assert auditor("--db", str(other), "ingest", str(SNAP1 / "iblinkinfo.txt")).returncode == 0
     refused = auditor("demo", "--out", str(other), cwd=tmp_path)
     assert refused.returncode == 2 and "holds more than demo data" in refused.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["suspects", "--help"], ["--db", "x.duckdb", "report", "--help"], ["snmp", "--help"],
+    ["snmp", "poll", "--help"], ["--help"], ["suspect"], ["-c", "a.toml", "watch-list", "--help"],
+    ["--db=suspects", "events", "--help"], ["--db", "suspects", "report", "--help"],
+    ["--version"], ["ingest"], ["--db", "x.duckdb"],
+])
+def test_the_app_for_the_named_command_answers_as_the_whole_app(argv: list[str]) -> None:
+    """`main` builds only the command the line names (issue #13): whatever the line, what it
+    prints and its exit code are the whole app's."""
+    from auditor.cli import _app_for
+
+    runner = CliRunner()
+    full, one = runner.invoke(app, argv), runner.invoke(_app_for(argv), argv)
+    assert (one.exit_code, one.output) == (full.exit_code, full.output)
+
+
+def test_the_app_for_a_named_command_holds_that_command_only() -> None:
+    from auditor.cli import _app_for
+
+    def names(argv: list[str]) -> list[str]:
+        only = _app_for(argv)
+        return [c.callback.__name__ for c in only.registered_commands if c.callback] + [
+            g.name or "" for g in only.registered_groups]
+
+    assert names(["--db", "x.duckdb", "suspects", "--since", "7d"]) == ["suspects"]
+    assert names(["--db", "suspects", "report"]) == ["report"]
+    assert names(["--config=a.toml", "snmp", "poll"]) == ["snmp"]
+    assert len(names(["--help"])) == len(app.registered_commands) + len(app.registered_groups)
+    assert _app_for(["suspects"]).registered_commands is not app.registered_commands
+    assert len(app.registered_commands) > 1  # the module's app is left whole

@@ -35,6 +35,8 @@ from typing import NamedTuple
 
 @dataclass(frozen=True, slots=True)
 class LaneRate:
+    """One lane's rates at a link speed."""
+
     signalling_gbps: float  # one lane on the wire, as iblinkinfo prints it
     data_gbps: float  # after line coding (8b/10b, 64b/66b) and, HDR on, RS FEC + transcoding
 
@@ -217,6 +219,8 @@ def media_of(cable_type: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Limit:
+    """The bit error rate a port is held to, and where the figure comes from."""
+
     ber: float  # the table's Error level
     warning: float  # its Warning level; half the limit where the table has no row
     kind: str  # "field" (NVIDIA's table), "configured" ([ranking] ber_limits), "IBTA"

@@ -75,6 +75,8 @@ COMMON_MODE_WINDOW = timedelta(seconds=30)
 
 @dataclass(slots=True)
 class LinkEvidence:
+    """Everything gathered against one link."""
+
     link: LinkKey
     flaps: list[Flap] = field(default_factory=list)
     maintenance_flaps: int = 0
@@ -112,6 +114,8 @@ class NodeEvent:
 
 @dataclass(slots=True)
 class Evidence:
+    """All evidence for one window, as the ranking reads it."""
+
     fabric: Fabric
     since: datetime
     until: datetime

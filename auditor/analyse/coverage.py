@@ -17,7 +17,6 @@ spots, and an operator knows which switch's syslog forwarding broke:
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -115,6 +114,9 @@ def _clock_offsets(pairs: list[tuple[str, str, float]]) -> dict[str, float]:
     most-off switch (the largest median gap to all its peers) is named first and its stamps
     corrected, then the medians are taken again: a peer that looked off only against it no
     longer does."""
+    # statistics imports random: 8 ms of every suspects, for pairs few windows have
+    import statistics
+
     corr: dict[str, float] = defaultdict(float)
     found: dict[str, float] = {}
     for _ in range(len({x for a, b, _ in pairs for x in (a, b)})):

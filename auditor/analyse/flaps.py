@@ -27,6 +27,8 @@ _LATEST = datetime.max  # noqa: DTZ901
 
 @dataclass(slots=True)
 class Flap:
+    """One link going down (and back up), from the events of both its ends."""
+
     ends: list[PortKey]
     down_at: datetime | None
     up_at: datetime | None

@@ -22,6 +22,8 @@ def _rank(value: str | None, order: list[str]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class End:
+    """One end of a link, named."""
+
     name: str
     guid: str
     port: int
@@ -32,6 +34,8 @@ class End:
 
 @dataclass(frozen=True, slots=True)
 class Degraded:
+    """A link running narrower or slower than both ends could."""
+
     ends: tuple[End, End]
     width: str | None
     speed: str | None
@@ -50,6 +54,8 @@ class Moved:
 
 @dataclass(frozen=True, slots=True)
 class Changes:
+    """What changed between two topology snapshots."""
+
     appeared: list[tuple[End, End]]
     disappeared: list[tuple[End, End]]
     moved: list[Moved]

@@ -41,7 +41,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from statistics import median
 from typing import Any, TypedDict
 
 from auditor.config import OpticsSettings
@@ -74,6 +73,8 @@ Series = list[tuple[int, float]]  # (day number from the first day of the window
 
 @dataclass(frozen=True, slots=True)
 class Module:
+    """One transceiver and its readings over the window."""
+
     device: str
     port_name: str
     serial_number: str | None
@@ -124,6 +125,8 @@ class History:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One rule's reason to watch a module."""
+
     rule: str  # drift, past_warning, siblings, link_budget, cohort, laser_ageing
     quantity: str
     sentence: str
@@ -183,6 +186,8 @@ class Watch:
 
 @dataclass(slots=True)
 class WatchList:
+    """The modules to watch, strongest first."""
+
     since: datetime
     until: datetime
     modules: int  # modules with readings in the window
@@ -208,6 +213,8 @@ class WatchList:
 
 @dataclass(frozen=True, slots=True)
 class Fit:
+    """A robust line through daily values."""
+
     slope: float  # per day
     intercept: float
     noise: float  # robust standard deviation of the residuals
@@ -225,6 +232,14 @@ class Fit:
     @property
     def span(self) -> int:
         return self.last_x - self.first_x
+
+
+def median(values: Iterable[float]) -> float:
+    """statistics.median, imported on first use: statistics imports random, 8 ms of every
+    `suspects` (issue #13), most of which read no optics."""
+    from statistics import median as _median
+
+    return _median(values)
 
 
 def theil_sen(points: Sequence[tuple[int, float]]) -> Fit | None:

@@ -41,6 +41,8 @@ COMPONENTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
 
 @dataclass(slots=True)
 class Suspect:
+    """One component to act on, with its score, evidence and action."""
+
     component: str
     ends: list[dict[str, Any]]
     points: float
