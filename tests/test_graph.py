@@ -111,3 +111,50 @@ def test_paths_across_leaves_take_every_spine() -> None:
     found = graph.links_between(g, h0, h1)
     assert len(found) == 2 + 2 * 3 * 2
     assert not any(k[0] == k[2] for k in found)  # the loopback plug is on no path
+
+
+@st.composite
+def _meshes(draw: st.DrawFn) -> Fabric:
+    """Switches cabled at random (chains, rings, parallel cables, self-loops, islands: paths of
+    any length, not a fat tree's two hops) with HCAs on one or two of them."""
+    fabric = Fabric(seen_at=None)
+    switches = [f"0x{i:016x}" for i in range(1, draw(st.integers(1, 9)) + 1)]
+    for i, g in enumerate(switches):
+        fabric.nodes[g] = FabricNode(g, NodeType.SWITCH, f"sw{i}", f"sw{i}")
+    pick = st.sampled_from(switches)
+    port = itertools.count(1)
+    cables = draw(st.lists(st.tuples(pick, pick), max_size=20))
+    links = [Link(a, next(port), b, next(port)) for a, b in cables]
+    for h in range(draw(st.integers(2, 5))):
+        hg = f"0x{0x100 + h:016x}"
+        fabric.nodes[hg] = FabricNode(hg, NodeType.HCA, f"h{h}", f"h{h}")
+        for hca_port, sw in enumerate(draw(st.lists(pick, min_size=1, max_size=2)), 1):
+            links.append(Link(hg, hca_port, sw, next(port)))
+    fabric.links = links
+    return fabric
+
+
+@settings(max_examples=150, deadline=None)
+@given(_meshes())
+def test_paths_of_any_length_as_networkx_finds_them(fabric: Fabric) -> None:
+    """links_between's level-at-a-time search and its layer-by-layer link scan (issue #13)
+    against networkx's all_shortest_paths, and the uplinks a graph keeps against its edges,
+    before and after a cable is added."""
+    g = graph.build_graph(fabric)
+    ref = _nx_graph(fabric)
+    hcas = [n for n in g if g.nodes[n]["node_type"] == NodeType.HCA]
+    for a, b in itertools.permutations(hcas, 2):
+        assert set(graph.links_between(g, [a], [b])) == _nx_links_between(ref, a, b)
+    assert set(graph.links_between(g, hcas[:2], hcas[2:])) == set().union(
+        *(_nx_links_between(ref, a, b) for a in hcas[:2] for b in hcas[2:]))
+    switches = [n for n in g if g.nodes[n]["node_type"] == NodeType.SWITCH]
+    for _ in range(2):
+        for s in switches:
+            assert graph.uplinks(g, s) == sorted(
+                k for _, peer, k in ref.edges(s, keys=True)
+                if ref.nodes[peer]["node_type"] == NodeType.SWITCH)
+        extra = Link(switches[0], 900, switches[-1], 901)
+        g.add_edge(extra.a_guid, extra.b_guid, graph.link_key(extra), extra)
+        ref.add_edge(extra.a_guid, extra.b_guid, key=graph.link_key(extra), link=extra)
+        for a, b in itertools.combinations(hcas, 2):
+            assert set(graph.links_between(g, [a], [b])) == _nx_links_between(ref, a, b)

@@ -369,16 +369,62 @@ def _as_link(key: tuple[str, int, str, int]) -> LinkKey:
     return link_of([(key[0], key[1]), (key[2], key[3])])
 
 
-def _footprint(g: graph.FabricGraph, guids: list[str]) -> set[LinkKey]:
-    """The HCA cables of `guids` and, when they hang off several leaves, those leaves' uplinks."""
+class _Cables:
+    """Each node's cables and each leaf's uplinks as LinkKeys, and of them those in `flapped`,
+    worked out once per `gather`: a month's failed jobs ask for the same HCAs and leaves
+    thousands of times (1,200 uplink lists of 64 were 125 ms of `suspects --since 30d`,
+    issue #13)."""
+
+    def __init__(self, g: graph.FabricGraph, flapped: set[LinkKey]) -> None:
+        self.g = g
+        self.flapped = flapped
+        # the same links as the graph keys them (either end first): a leaf's 64 uplinks are
+        # looked up before they are converted, not converted to be looked up
+        self._flapped_keys = {k for lk in flapped if len(lk) == 2
+                              for k in ((*lk[0], *lk[1]), (*lk[1], *lk[0]))}
+        self._of: dict[str, tuple[LinkKey, ...]] = {}
+        self._hca: dict[str, tuple[tuple[LinkKey, ...], list[str]]] = {}
+        self._uplinks: dict[str, tuple[LinkKey, ...]] = {}
+
+    def of(self, guid: str) -> tuple[LinkKey, ...]:
+        """Every link of one node, as graph.node_links orders them."""
+        found = self._of.get(guid)
+        if found is None:
+            found = self._of[guid] = tuple(_link_keys(graph.node_links(self.g, guid)))
+        return found
+
+    def hca(self, guid: str) -> tuple[tuple[LinkKey, ...], list[str]]:
+        """An HCA's links that flapped, and its leaves (in no particular order)."""
+        found = self._hca.get(guid)
+        if found is None:
+            peers = self.g[guid]
+            found = self._hca[guid] = (
+                tuple(_as_link(k) for keys in peers.values() for k in keys
+                      if k in self._flapped_keys),
+                [n for n in peers if self.g.nodes[n]["node_type"] == NodeType.SWITCH])
+        return found
+
+    def uplinks(self, leaf: str) -> tuple[LinkKey, ...]:
+        """A leaf's uplinks that flapped."""
+        found = self._uplinks.get(leaf)
+        if found is None:
+            found = self._uplinks[leaf] = tuple(
+                _as_link(k) for k in graph.uplinks(self.g, leaf) if k in self._flapped_keys)
+        return found
+
+
+def _footprint(cables: _Cables, guids: list[str]) -> set[LinkKey]:
+    """The HCA cables of `guids` and, when they hang off several leaves, those leaves' uplinks:
+    those that flapped (`cables.flapped`), the only ones a job's footprint is asked about."""
     links: set[LinkKey] = set()
     leaves: set[str] = set()
     for guid in guids:
-        links.update(_link_keys(graph.node_links(g, guid)))
-        leaves.update(graph.leaf_of(g, guid))
+        flapped, leaves_of = cables.hca(guid)
+        links.update(flapped)
+        leaves.update(leaves_of)
     if len(leaves) > 1:
         for leaf in leaves:
-            links.update(_link_keys(graph.uplinks(g, leaf)))
+            links.update(cables.uplinks(leaf))
     return links
 
 
@@ -543,6 +589,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     for f in all_flaps:
         if f.down_at is not None:
             flaps_by_link[link_of(f.ends)].append(f)
+    cables = _Cables(g, set(flaps_by_link))
     failed = failed_net = failed_other = unexplained = 0
     no_logs: list[str] = []
     for job in store.jobs_ended(since, until, NETWORK_STATES | {"OUT_OF_MEMORY"}):
@@ -582,17 +629,17 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         named = {(h, e["hca"]) for e in net if e["hca"] and (h := resolver.host(e["host"]))}
         devices = {d for _, d in named}
         guids = hcas.rail(hosts, devices) if devices else []
-        footprint = _footprint(g, guids or [x for h in hosts for x in hcas.of.get(h, [])])
+        footprint = _footprint(cables, guids or [x for h in hosts for x in hcas.of.get(h, [])])
         # The HCA cables the job's own errors point at: the HCA each names, or every HCA of a
         # reporting host whose errors name none (WARN-only logs of NCCL < 2.22).
         reporters = {h for e in net if (h := resolver.host(e["host"]))}
         unnamed = reporters - {h for h, _ in named}
         named_links = {lk for guid in ([x for h, d in named for x in hcas.named(h, d)]
                                        + [x for h in unnamed for x in hcas.of.get(h, [])])
-                       for lk in _link_keys(graph.node_links(g, guid))}
+                       for lk in cables.of(guid)}
         suspects = _killers([(lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])],
                             named_links, (fault_lo, fault_hi), death, start, cfg)
-        pairs = _pair_paths(g, net, resolver, hcas)
+        pairs = _pair_paths(g, net, resolver, hcas, cables)
         # Links that went down with a whole switch or host, or in maintenance, around the
         # fault: the job's errors on them are that event's, not the cable's.
         near = timedelta(minutes=5)
@@ -602,7 +649,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         for e in net:  # the HCA itself saw its port go down: evidence on that cable
             if e["kind"] == "async_event" and e["hca"] and (h := resolver.host(e["host"])):
                 guid = hcas.by_device.get((h, e["hca"]))
-                for lk in _link_keys(graph.node_links(g, guid)) if guid else []:
+                for lk in cables.of(guid) if guid else ():
                     if lk not in evented:
                         links.setdefault(lk, LinkEvidence(lk)).port_errors.add(job["job_id"])
         pairs = [p for p in pairs if not (len(p) == 1 and p[0] in evented)]
@@ -818,7 +865,7 @@ def _first_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _pair_paths(g: graph.FabricGraph, errors: list[dict[str, Any]], resolver: _HostResolver,
-                hcas: _Hcas) -> list[list[LinkKey]]:
+                hcas: _Hcas, cables: _Cables) -> list[list[LinkKey]]:
     """The links each failing (host, peer) pair's traffic can cross, on the rail the error
     names (NCCL connects HCA r of one host to HCA r of the other in a rail-optimised fabric),
     and for a port-error async event the HCA's own cable."""
@@ -841,8 +888,7 @@ def _pair_paths(g: graph.FabricGraph, errors: list[dict[str, Any]], resolver: _H
         if path:
             paths.append(_link_keys(path))
     for a, dev in sorted(own):
-        own_links = [lk for guid in hcas.named(a, dev or None)
-                     for lk in _link_keys(graph.node_links(g, guid))]
+        own_links = [lk for guid in hcas.named(a, dev or None) for lk in cables.of(guid)]
         if own_links:
             paths.append(own_links)
     return paths
