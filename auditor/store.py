@@ -221,10 +221,11 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<pid>\d+)\)")
 
 
-# fabric_cache's body: marshal of (format, nodes, ports, links, peers, names), the rows of the
-# fabric_nodes, fabric_ports, fabric_links, port_peers and node_names queries. marshal, not
-# pickle: loading it builds tuples and strings only, never objects or code.
-_FABRIC_CACHE_FORMAT = 1
+# fabric_cache's body: marshal of (format, nodes, ports, links, peers, names, prev_at, changed),
+# the rows of the fabric_nodes, fabric_ports, fabric_links, port_peers and node_names queries,
+# and the snapshot before (ISO text) with the rows fabric_links_changed gives against it.
+# marshal, not pickle: loading it builds tuples and strings only, never objects or code.
+_FABRIC_CACHE_FORMAT = 2
 _FABRIC_CACHE_VERSION = 11  # the schema version that added fabric_cache
 _UNREAD = object()
 
@@ -236,6 +237,8 @@ class _CachedFabric(NamedTuple):
     links: list[tuple[Any, ...]]
     peers: list[tuple[Any, ...]]
     names: list[tuple[Any, ...]]
+    prev_at: datetime | None  # the snapshot before, and its links that ran otherwise
+    changed: list[tuple[Any, ...]]
 
 
 def _share_strings(tables: tuple[list[tuple[Any, ...]], ...]) -> list[list[tuple[Any, ...]]]:
@@ -592,14 +595,17 @@ class Store:
         ingest stores a snapshot, inside its transaction."""
         self._cached_fabric = _UNREAD
         self.run("fabric_cache_clear")
-        times = self.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=1)
+        times = self.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=2)
         if not times:
             return
         at = utc_naive(times[0])
+        prev = utc_naive(times[1]) if len(times) > 1 else None
         rows = (self.run("fabric_nodes", seen_at=at), self.run("fabric_ports", seen_at=at),
                 self.run("fabric_links", seen_at=at), self.run("port_peers", until=at),
                 self.run("node_names"))
-        body = marshal.dumps((_FABRIC_CACHE_FORMAT, *_share_strings(rows)), 4)
+        changed = self.run("fabric_links_changed", seen_at=at, prev_at=prev) if prev else []
+        body = marshal.dumps((_FABRIC_CACHE_FORMAT, *_share_strings(rows),
+                              prev.isoformat() if prev else None, changed), 4)
         self.run("fabric_cache_insert", seen_at=at, fingerprint=self._topology_fingerprint(),
                  body=body)
 
@@ -619,16 +625,20 @@ class Store:
                     data = marshal.loads(rows[0][2])  # noqa: S302
                 except (EOFError, ValueError, TypeError):
                     data = None  # a damaged row: the tables still hold the truth
-                if isinstance(data, tuple) and len(data) == 6 and \
+                if isinstance(data, tuple) and len(data) == 8 and \
                         data[0] == _FABRIC_CACHE_FORMAT:
-                    self._cached_fabric = _CachedFabric(rows[0][0], *data[1:])
+                    prev = datetime.fromisoformat(data[6]) if data[6] else None
+                    self._cached_fabric = _CachedFabric(rows[0][0], *data[1:6], prev, data[7])
         return self._cached_fabric if isinstance(self._cached_fabric, _CachedFabric) else None
 
     def fabric_links_changed(self, seen_at: datetime, prev_at: datetime) -> list[Link]:
         """The links of the snapshot at `prev_at` that ran at another width or speed than in
         the snapshot at `seen_at`."""
-        return [Link(*row) for row in self.run("fabric_links_changed", seen_at=utc_naive(seen_at),
-                                               prev_at=utc_naive(prev_at))]
+        at, prev = utc_naive(seen_at), utc_naive(prev_at)
+        cached = self._fabric_cache()
+        rows = cached.changed if cached is not None and (cached.seen_at, cached.prev_at) == (
+            at, prev) else self.run("fabric_links_changed", seen_at=at, prev_at=prev)
+        return [Link(*row) for row in rows]
 
     def fabric_links(self, seen_at: datetime) -> list[Link]:
         """The links of the snapshot taken at `seen_at`, each once."""

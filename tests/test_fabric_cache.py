@@ -121,3 +121,24 @@ def test_a_database_from_before_the_cache_gets_one_when_migrated(db: Path) -> No
         assert store._fabric_cache() is not None
         cached = _answers(store, T0)
     assert cached == _from_tables(db, T0)
+
+
+def test_the_links_that_ran_otherwise_before_come_from_the_cache_as_from_the_tables(
+        db: Path) -> None:
+    """The snapshot before the newest: which of its links ran at another width or speed."""
+    slow = FIXTURES / "iblinkinfo" / "ibsim_fattree_small.txt"
+    text = slow.read_text()
+    assert "4X" in text
+    narrow = db.parent / "narrow.txt"
+    narrow.write_text(text.replace("4X", "1X", 3))
+    with Store(db) as store:
+        ingest_files(store, [narrow], at=T0)
+        ingest_files(store, [slow], at=T1)
+    with Store(db, read_only=True) as store:
+        cached = store._fabric_cache()
+        assert cached is not None and cached.prev_at == T0.replace(tzinfo=None)
+        changed = store.fabric_links_changed(T1, T0)
+    assert changed  # else this test could not tell
+    _from_tables(db, T1)
+    with Store(db, read_only=True) as store:
+        assert store.fabric_links_changed(T1, T0) == changed
