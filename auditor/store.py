@@ -5,17 +5,20 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 
 from __future__ import annotations
 
+import copy
 import marshal
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import duckdb
 else:
     try:
@@ -226,6 +229,7 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<p
 # and the snapshot before (ISO text) with the rows fabric_links_changed gives against it.
 # marshal, not pickle: loading it builds tuples and strings only, never objects or code.
 _FABRIC_CACHE_FORMAT = 2
+_T = TypeVar("_T")
 _FABRIC_CACHE_VERSION = 11  # the schema version that added fabric_cache
 _UNREAD = object()
 
@@ -261,6 +265,7 @@ class Store:
         self.path = Path(path)
         self._in_transaction = False
         self._cached_fabric: _CachedFabric | object | None = _UNREAD
+        self._pool: ThreadPoolExecutor | None = None
         self._busy_timeout_s = busy_timeout_s
         if read_only and not self.path.exists():
             raise AuditorError(f"{self.path}: no such database (run 'auditor ingest' first)")
@@ -328,7 +333,38 @@ class Store:
         self.close()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)  # its queries use this connection's database
+            self._pool = None
         self._con.close()
+
+    def in_background(self, work: Callable[[Store], _T]) -> Future[_T]:
+        """Run `work` (reads only) on a second connection to this database in a worker thread,
+        while the caller goes on. DuckDB runs a query without holding the GIL, so its scan
+        overlaps the caller's Python: a `suspects` asks for the counters and the jobs while it
+        builds the fabric (issue #13). Inside a transaction the work runs here and now (a
+        second connection would not see what the transaction wrote)."""
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        if self._in_transaction:
+            done: Future[_T] = Future()
+            try:
+                done.set_result(work(self))
+            except Exception as exc:  # noqa: BLE001 - handed to whoever asks for the result
+                done.set_exception(exc)
+            return done
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="auditor-store")
+        twin = copy.copy(self)
+        twin._con, twin._pool = self._con.cursor(), None
+
+        def run() -> _T:
+            try:
+                return work(twin)
+            finally:
+                twin._con.close()
+
+        return self._pool.submit(run)
 
     # -- schema -------------------------------------------------------------------------------
 
