@@ -262,14 +262,16 @@ def _link_rates(fabric: Fabric) -> tuple[dict[PortKey, tuple[str, str]], tuple[s
     return rates, usual
 
 
-def _ber_evidence(store: Store, fabric: Fabric, since: datetime, until: datetime,
-                  symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey],
-                  links: dict[LinkKey, LinkEvidence]) -> None:
-    """The symbol BER of every port that had symbol errors: per counter interval, its errors
-    over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
-    readings, else the link's width x data rate x time; auditor/analyse/ber.py)."""
+_BerReads = tuple[list[tuple[Any, ...]], dict[tuple[str, int], str]]
+
+
+def _ber_reads(store: Store, since: datetime, until: datetime,
+               symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey]
+               ) -> _BerReads:
+    """What the BER of the ports with symbol errors needs from the store: the data counter
+    steps and the cable types of them and their peers."""
     if not symbols:
-        return
+        return [], {}
     wanted = {k for k in set(symbols) | {peers[key] for key in symbols if key in peers}
               if k[1] is not None}
     # Only the counters read below: a port's PortRcvData, its peer's PortXmitData (issue #13:
@@ -277,12 +279,22 @@ def _ber_evidence(store: Store, fabric: Fabric, since: datetime, until: datetime
     series = {(*key, "PortRcvData") for key in symbols if key[1] is not None} | {
         (*peer, "PortXmitData") for key in symbols
         if (peer := peers.get(key)) is not None and peer[1] is not None}
+    return store.data_deltas(since, until, sorted(series)), store.cable_types(sorted(wanted))
+
+
+def _ber_evidence(fabric: Fabric, reads: _BerReads,
+                  symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey],
+                  links: dict[LinkKey, LinkEvidence]) -> None:
+    """The symbol BER of every port that had symbol errors: per counter interval, its errors
+    over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
+    readings, else the link's width x data rate x time; auditor/analyse/ber.py)."""
+    if not symbols:
+        return
+    steps, cables = reads
     data: dict[tuple[str, int, str], dict[tuple[datetime, datetime], int]] = defaultdict(dict)
-    for guid, port, counter, prev_at, seen_at, delta in store.data_deltas(since, until,
-                                                                          sorted(series)):
+    for guid, port, counter, prev_at, seen_at, delta in steps:
         data[(guid, port, counter)][(prev_at, seen_at)] = delta
     rates, usual = _link_rates(fabric)
-    cables = store.cable_types(sorted(wanted))
     for key, rows in symbols.items():
         peer = peers.get(key)
         rate = rates.get(key) or (rates.get(peer) if peer else None)
@@ -510,10 +522,14 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                            "output (or run `auditor sweep`) first")
     look_from = since - cfg.before
     late_until = until + cfg.after + timedelta(minutes=10)
-    # One scan of the counters for the flaps' window and the ranking's (issue #13: two runs of
-    # counter_deltas were 101 ms of `suspects --since 30d`), and the window's failed jobs and
-    # job logs: asked now, read while the fabric is built (a third of `suspects --since 24h`
-    # is DuckDB's; it runs without the GIL).
+    # The port events, one scan of the counters for the flaps' window and the ranking's
+    # (issue #13: two runs of counter_deltas were 101 ms of `suspects --since 30d`), the
+    # window's job logs and failed jobs: asked now, read while the fabric is built (a third of
+    # `suspects --since 24h` is DuckDB's, which runs without the GIL). In the order they are
+    # needed: one worker reads them one after another.
+    pending_small = store.in_background(lambda s: (
+        s.events(look_from - LOOKBACK, until), s.maintenance(look_from, until),
+        s.host_addresses()))
     pending_steps = store.in_background(lambda s: s.counter_steps(look_from, since, until))
     pending_logs = store.in_background(lambda s: (
         s.job_logs(look_from, late_until, jobs_since=since),
@@ -524,12 +540,13 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     g = graph.build_graph(fabric)
     names = store.node_names()
     peers = store.port_peers(until)
-    # Read once: the flaps and the coverage notes (analyse/coverage.py) both need them.
-    events = store.events(look_from - LOOKBACK, until)
+    # The events are read once: the flaps and the coverage notes (analyse/coverage.py) both
+    # need them.
+    events, maintenance, addresses = pending_small.result()
     steps = pending_steps.result()
     all_flaps = flaps(store, look_from, until, peers, events,
                       [d for d in steps if d["counter"] == "LinkDownedCounter"])
-    windows = _maintenance_targets(store.maintenance(look_from, until), fabric)
+    windows = _maintenance_targets(maintenance, fabric)
 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
     rest = [f for f in all_flaps if id(f) not in maint]
@@ -550,19 +567,23 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             lev.flaps.append(f)
     symbols = _counter_evidence([d for d in steps if d["counter"] != "LinkDownedCounter"],
                                 peers, links)
-    _ber_evidence(store, fabric, since, until, symbols, peers, links)
+    # Read while the snapshots are compared and the hosts indexed (which add no evidence:
+    # the links keep the order they had).
+    pending_ber = store.in_background(lambda s: _ber_reads(s, since, until, symbols, peers))
     # Of the snapshot before, only the links that ran otherwise count (a second whole fabric
     # cost 0.15 s, its links alone 30-40 ms).
     previous = store.fabric_links_changed(times[0], times[1]) if len(times) > 1 else None
-    for d in degraded_links(fabric, previous):
+    degraded = degraded_links(fabric, previous)
+    resolver = _HostResolver(fabric, addresses, aliases or {})
+    hcas = _Hcas(fabric)
+    _ber_evidence(fabric, pending_ber.result(), symbols, peers, links)
+    for d in degraded:
         link = link_of([(d.ends[0].guid, d.ends[0].port), (d.ends[1].guid, d.ends[1].port)])
         links.setdefault(link, LinkEvidence(link)).degraded = (
             f"running at {d.width} {d.speed}, could be {d.possible_width} {d.possible_speed} "
             f"({d.reason})")
 
     # -- jobs ------------------------------------------------------------------------------
-    resolver = _HostResolver(fabric, store.host_addresses(), aliases or {})
-    hcas = _Hcas(fabric)
     # Logged for a job: only those of jobs still running at `since` (ranked or healthy here);
     # what the site runs comes from all of them, as distinct values.
     logs, (in_use, settings) = pending_logs.result()
