@@ -389,15 +389,25 @@ class Store:
         if current < 1:
             steps.append((1, "schema"))
         steps.extend((v, name) for v, name in sql.migrations() if v > current)
+        if current < 1:
+            # A new database takes every step in one transaction: a commit each was 0.035 s of
+            # the 0.07 s a first `ingest` spends creating it (issue #13); all or nothing as well.
+            with self.transaction():
+                for version, name in steps:
+                    self._migrate_step(version, name)
+            return
         for version, name in steps:
             with self.transaction():
-                self._con.execute(sql.load(name))
-                self._con.execute(
-                    "insert into schema_version values ($v, $at)",
-                    {"v": version, "at": utc_naive(datetime.now(UTC))},
-                )
-                if version == _FABRIC_CACHE_VERSION:
-                    self.refresh_fabric_cache()  # a database from before it: build it once
+                self._migrate_step(version, name)
+
+    def _migrate_step(self, version: int, name: str) -> None:
+        self._con.execute(sql.load(name))
+        self._con.execute(
+            "insert into schema_version values ($v, $at)",
+            {"v": version, "at": utc_naive(datetime.now(UTC))},
+        )
+        if version == _FABRIC_CACHE_VERSION:
+            self.refresh_fabric_cache()  # a database from before it: build it once
 
     # -- plumbing -----------------------------------------------------------------------------
 

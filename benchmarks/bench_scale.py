@@ -26,8 +26,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from auditor.ingest.captures import ingest_files
+from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
-from auditor.ingest.logs import LogOptions, ingest_logs
+from auditor.ingest.logs import ingest_logs
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.simulate.scenario import generate
 from auditor.store import Store

@@ -23,7 +23,8 @@ from pathlib import Path
 import duckdb
 
 from auditor.demo import build_demo
-from auditor.ingest.logs import LogOptions, ingest_logs, log_scanner
+from auditor.ingest.common import LogOptions
+from auditor.ingest.logs import ingest_logs, log_scanner
 from auditor.store import Store
 
 NOISE = [

@@ -17,8 +17,9 @@ import pytest
 from auditor.analyse.correlate import Evidence, gather, link_of
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
+from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
-from auditor.ingest.logs import LogOptions, ingest_logs
+from auditor.ingest.logs import ingest_logs
 from auditor.nccl import ib_hca_selects
 from auditor.parse.joblog import parse_joblog
 from auditor.simulate.evaluate import evaluate, load_scenario

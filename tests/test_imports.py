@@ -73,3 +73,18 @@ def test_the_report_draws_without_matplotlib() -> None:
             "assert render_html(sample_report()).count('<svg ') == 7\n")
     names = _top(_imported(code))
     assert "jinja2" in names and "matplotlib" not in names
+
+
+def test_a_job_file_ingest_imports_no_log_or_optics_ingester(tmp_path: Path) -> None:
+    """`ingest --kind sacct` plans, reads its --tz and stores without the log and optics
+    ingesters (their parsers were 0.03 s of it, issue #13)."""
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|State|Start|End|NodeList\n"
+                     "1|COMPLETED|2026-11-30T01:00:00|2026-11-30T02:00:00|gpu-[001-002]\n")
+    code = ("import sys\nimport auditor.cli as c\n"
+            f"sys.argv = ['auditor', '--db', {str(tmp_path / 'x.duckdb')!r}, 'ingest', "
+            f"'--kind', 'sacct', '--format', 'json', {str(sacct)!r}]\n"
+            "try:\n    c.main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n")
+    names = _imported(code)
+    assert "auditor.ingest.jobs" in names
+    assert not {"auditor.ingest.logs", "auditor.ingest.optics"} & names

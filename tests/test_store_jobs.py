@@ -77,3 +77,16 @@ def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
                            ("15", "COMPLETED", []), ("14", "FAILED", ["gpu-g", "gpu-h"]),
                            ("11", "RUNNING", ["gpu-d"])]
     assert _ids(late) == [("11", "RUNNING", ["gpu-d"])]
+
+
+def test_a_new_database_records_every_schema_version(tmp_path: Path) -> None:
+    """A new database takes all migrations in one transaction (issue #13): every version is
+    recorded once, as when each took its own, and opening it again changes nothing."""
+    with Store(tmp_path / "new.duckdb") as store:
+        versions = [v for (v,) in store._con.execute(
+            "select version from schema_version order by version").fetchall()]
+        assert versions == list(range(1, Store.latest_version() + 1))
+    with Store(tmp_path / "new.duckdb") as store:
+        assert store.schema_version() == Store.latest_version()
+        assert store._con.execute("select count(*) from schema_version").fetchone() == (
+            Store.latest_version(),)

@@ -16,11 +16,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta, tzinfo
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from auditor.collect.logfile import (
     GZIP_BAD,
@@ -33,15 +31,18 @@ from auditor.collect.logfile import (
     scan,
 )
 from auditor.errors import AuditorError
-from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key
+from auditor.ingest.common import (
+    IngestResult,
+    LogOptions,
+    claim_source,
+    digest_of,
+    options_key,
+)
 from auditor.models import PortEvent, clip
 from auditor.parse import _logline, opensm, syslog, ufm_events
 from auditor.parse.dmesg import parse_dmesg
 from auditor.portmap import PortMap, Resolved
 from auditor.store import Placement, SourceMeta, Store
-
-if TYPE_CHECKING:
-    from auditor.config import Settings
 
 LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")
 
@@ -84,29 +85,6 @@ def bound_event(e: PortEvent) -> bool:
             setattr(e, name, clip(value, FIELD_MAX))
             cut = True
     return cut
-
-
-@dataclass(slots=True)
-class LogOptions:
-    year: int | None = None
-    tz: tzinfo = UTC
-    extra: list[re.Pattern[str]] = field(default_factory=list)
-    aliases: dict[str, str] = field(default_factory=dict)
-    host: str | None = None  # dmesg: the host the file came from
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, year: int | None = None,
-                      tz: str | None = None, host: str | None = None) -> LogOptions:
-        """The options of `[logs]` and `[aliases]`, with the command line's over them."""
-        zone = tz or settings.logs.tz
-        try:
-            zoneinfo = ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise AuditorError(f"--tz {zone!r}: unknown time zone (e.g. UTC, Europe/Paris)"
-                               ) from None
-        return cls(year=year or settings.logs.year, tz=zoneinfo,
-                   extra=[re.compile(p) for p in settings.logs.patterns],
-                   aliases=settings.aliases, host=host)
 
 
 def log_scanner(kind: str) -> Tool:

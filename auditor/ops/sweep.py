@@ -94,7 +94,8 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     logs = sorted({Path(m) for pattern in settings.logs.paths
                    for m in glob.glob(pattern)})  # noqa: PTH207
     if logs:
-        from auditor.ingest.logs import LogOptions, ingest_logs
+        from auditor.ingest.common import LogOptions
+        from auditor.ingest.logs import ingest_logs
 
         opts = LogOptions.from_settings(settings)
         for log in logs:

@@ -23,8 +23,9 @@ from typing import Any
 from auditor.analyse.correlate import gather
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
+from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
-from auditor.ingest.logs import LogOptions, ingest_logs
+from auditor.ingest.logs import ingest_logs
 from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
