@@ -25,8 +25,8 @@ else:
         # duckdb >= 2.0 is a Python package (`duckdb`) around the engine (`_duckdb`). The
         # package's __init__ builds 36 dataclasses and reads its own version from the installed
         # metadata: 40-50 ms of every command, a tenth of `suspects --since 24h` (issue #13).
-        # Connections, queries and errors are the engine's own; registering Python columns
-        # imports the package first (`_columns_ready`).
+        # Connections, queries, errors and registering numpy columns are the engine's own (the
+        # package adds Arrow and polars scans, which nothing here registers).
         import _duckdb as duckdb
     except ImportError:  # duckdb 1.x: the engine lives inside the package
         import duckdb
@@ -122,12 +122,6 @@ Placement = tuple[str | None, int | None, str | None, int | None]  # guid, port,
 # Port events reach DuckDB as numpy columns of a registered relation: DuckDB scans those in C,
 # where list parameters cost a Python-to-Value conversion per field (4x slower at 50,000 events).
 # numpy is imported here, not at the top: the read-only commands start 0.1 s sooner without it.
-
-def _columns_ready() -> None:
-    """Before registering Python columns: the duckdb package hooks its Python-object scans
-    into the engine when imported (see the import above)."""
-    import duckdb as _package  # noqa: F401
-
 
 def _events_columns(events: Sequence[PortEvent],
                     placed: Sequence[Placement] | None) -> dict[str, npt.NDArray[Any]]:
@@ -437,7 +431,6 @@ class Store:
         """Bind queries/<query>.sql against this database's schema without running it (every
         table and column it names must exist); raises duckdb.Error when it does not. The
         columns registered at run time (counter_batch) are registered empty meanwhile."""
-        _columns_ready()
         self._con.register("counter_batch", _counter_columns(CounterTable([], [], [], [], [])))
         try:
             self._con.execute("prepare _check_query as " + sql.load(query).strip().rstrip(";"))
@@ -593,7 +586,6 @@ class Store:
         """Store readings: (node GUID, port or None for the switch aggregate, counter, value)."""
         if not table.names:
             return
-        _columns_ready()
         self._con.register("counter_batch", _counter_columns(table))
         try:
             self.run("counters_insert", source_id=source_id, seen_at=utc_naive(seen_at))
@@ -701,7 +693,6 @@ class Store:
         """Store events; `placed` overrides their (GUID, port, peer GUID, peer port)."""
         if not events:
             return
-        _columns_ready()
         self._con.register("event_batch", _events_columns(events, placed))
         try:
             self.run("port_events_stage")
@@ -927,7 +918,6 @@ class Store:
         """Store jobs; an earlier record of the same job id and start is replaced."""
         if not jobs:
             return
-        _columns_ready()
         self._con.register("job_batch", _jobs_columns(jobs))
         try:
             self.run("jobs_stage")

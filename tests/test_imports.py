@@ -55,12 +55,20 @@ def test_a_command_still_imports_what_it_uses() -> None:
     assert {"duckdb", "_duckdb"} & _top(_imported(code))
 
 
-def test_reading_the_store_imports_the_engine_not_the_package(tmp_path: Path) -> None:
-    """duckdb >= 2.0's package (`duckdb`, 40-50 ms of dataclasses and metadata reads) is only
-    imported where Python columns are registered (ingest), not to open and query."""
+@pytest.mark.parametrize("kind", ["read", "ingest"])
+def test_the_store_imports_the_engine_not_the_package(tmp_path: Path, kind: str) -> None:
+    """duckdb >= 2.0's package (`duckdb`, 40-50 ms of dataclasses and metadata reads) is not
+    imported to open, query, or register numpy columns (an ingest of counters does)."""
     engine = importlib.util.find_spec("_duckdb") is not None
-    code = ("import auditor.cli\nfrom auditor.store import Store\n"
-            f"s = Store({str(tmp_path / 'x.duckdb')!r})\ns.sources()\ns.close()\n")
+    capture = Path(__file__).resolve().parent / "fixtures" / "ibqueryerrors"
+    files = sorted(p for p in capture.glob("*.txt") if p.read_text().strip())
+    assert files
+    work = ("s.sources()\n" if kind == "read" else
+            "from auditor.ingest.captures import ingest_files\n"
+            f"assert ingest_files(s, [Path({str(files[0])!r})], kind='ibqueryerrors')\n"
+            "assert s.sources()[0]['records'] > 0\n")
+    code = ("from pathlib import Path\nimport auditor.cli\nfrom auditor.store import Store\n"
+            f"s = Store({str(tmp_path / 'x.duckdb')!r})\n{work}s.close()\n")
     names = _top(_imported(code))
     assert ("_duckdb" in names and "duckdb" not in names) if engine else "duckdb" in names
 
