@@ -62,11 +62,34 @@ def test_jobs_ended_newest_record_and_sorted_hosts(tmp_path: Path) -> None:
 def test_jobs_through_only_when_the_newest_record_is_in_state(tmp_path: Path) -> None:
     span = [(T0 + 5 * H, T0 + 6 * H)]
     with _store(tmp_path / "j.duckdb") as store:
-        through = store.jobs_through(T0, UNTIL, span, "COMPLETED")
-        failed = store.jobs_through(T0, UNTIL, span, "FAILED")
-    # 14's older COMPLETED record ran through the span too; its newest says FAILED.
-    assert _ids(through) == [("15", "COMPLETED", []), ("10", "COMPLETED", ["gpu-a", "gpu-c"])]
+        hosts = store.job_host_names()
+        through = store.jobs_through(T0, UNTIL, span, "COMPLETED", hosts)
+        failed = store.jobs_through(T0, UNTIL, span, "FAILED", hosts)
+    # 14's older COMPLETED record ran through the span too; its newest says FAILED. 15 ran
+    # through it on no host at all.
+    assert _ids(through) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
     assert _ids(failed) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
+
+
+def test_the_host_names_jobs_were_given_once_each(tmp_path: Path) -> None:
+    with _store(tmp_path / "j.duckdb") as store:
+        assert store.job_host_names() == [f"gpu-{c}" for c in "abcdefgh"]
+
+
+def test_jobs_through_only_those_on_a_host_asked_about_with_all_their_hosts(
+        tmp_path: Path) -> None:
+    span = [(T0 + 5 * H, T0 + 6 * H)]
+    with _store(tmp_path / "j.duckdb") as store:
+        on_c = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-c", "gpu-x"])
+        # gpu-b ran only job 10's first run (FAILED), not the requeued one with the same id
+        on_b = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-b"])
+        # 14's older record is COMPLETED on gpu-g: asking by host keeps the newest record
+        on_g = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-g"])
+        failed_g = store.jobs_through(T0, UNTIL, span, "FAILED", ["gpu-g"])
+        none = store.jobs_through(T0, UNTIL, span, "COMPLETED", [])
+    assert _ids(on_c) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
+    assert on_b == on_g == none == []
+    assert _ids(failed_g) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
 
 
 def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
@@ -77,3 +100,18 @@ def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
                            ("15", "COMPLETED", []), ("14", "FAILED", ["gpu-g", "gpu-h"]),
                            ("11", "RUNNING", ["gpu-d"])]
     assert _ids(late) == [("11", "RUNNING", ["gpu-d"])]
+
+
+def test_jobs_during_on_the_hosts_asked_about_with_all_their_hosts(tmp_path: Path) -> None:
+    early = [(T0 + 90 * timedelta(minutes=1), T0 + 2 * H)]
+    with _store(tmp_path / "j.duckdb") as store:
+        on_a = store.jobs_during(T0, UNTIL, early, ["gpu-a", "gpu-d"])
+        # gpu-c ran only job 10's requeued run, which had not started yet
+        on_c = store.jobs_during(T0, UNTIL, early, ["gpu-c"])
+        every = store.jobs_during(T0, UNTIL, early, store.job_host_names())
+        none = store.jobs_during(T0, UNTIL, early, [])
+        unfiltered = store.jobs_during(T0, UNTIL, early)
+    assert _ids(on_a) == [("10", "FAILED", ["gpu-a", "gpu-b"]), ("11", "RUNNING", ["gpu-d"])]
+    assert on_c == none == []
+    # the same jobs as without hosts, but for 15, which ran on none
+    assert every == [j for j in unfiltered if j["job_id"] != "15"]
