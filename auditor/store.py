@@ -1013,7 +1013,9 @@ class Store:
     def job_logs(self, since: datetime, until: datetime,
                  jobs_since: datetime | None = None) -> list[dict[str, Any]]:
         """The logs dated near [since, until], and those labelled with a job that had not
-        ended before `jobs_since` (default: `since`)."""
+        ended before `jobs_since` (default: `since`). `hosts`, `first_at`, `last_at` and
+        `written_at` only of the logs without a job (None for the others): they serve to
+        match such a log to its job."""
         return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
                               jobs_since=utc_naive(jobs_since or since))
 

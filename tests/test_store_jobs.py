@@ -115,3 +115,26 @@ def test_jobs_during_on_the_hosts_asked_about_with_all_their_hosts(tmp_path: Pat
     assert on_c == none == []
     # the same jobs as without hosts, but for 15, which ran on none
     assert every == [j for j in unfiltered if j["job_id"] != "15"]
+
+
+def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path) -> None:
+    """Only a log without a job is matched to one by its hosts and time span: a labelled log's
+    come back as None (issue #13)."""
+    from auditor.store import JobLogMeta
+
+    at = (T0 + 2 * H).replace(tzinfo=None)
+    with _store(tmp_path / "j.duckdb") as store:
+        store.add_job_logs([
+            JobLogMeta(7, "11", frozenset({"gpu-d"}), at, at, at, ("2.21.5",), 20, 7,
+                       frozenset({("gpu-d", "mlx5_0")}), "mlx5_0"),
+            JobLogMeta(8, None, frozenset({"gpu-f", "gpu-e"}), at, at + H, at + 2 * H,
+                       ("2.27.7",), None, None)])
+        labelled, unlabelled = store.job_logs(T0, UNTIL)
+    assert labelled == {"source_id": 7, "job_id": "11", "hosts": None, "first_at": None,
+                        "last_at": None, "written_at": None, "nccl_versions": ["2.21.5"],
+                        "ib_timeout": 20, "ib_retry_cnt": 7,
+                        "using_hcas": [{"host": "gpu-d", "hca": "mlx5_0"}], "ib_hca": "mlx5_0"}
+    assert unlabelled == {"source_id": 8, "job_id": None, "hosts": ["gpu-e", "gpu-f"],
+                          "first_at": at, "last_at": at + H, "written_at": at + 2 * H,
+                          "nccl_versions": ["2.27.7"], "ib_timeout": None,
+                          "ib_retry_cnt": None, "using_hcas": [], "ib_hca": None}
