@@ -87,9 +87,16 @@ def test_jobs_through_only_those_on_a_host_asked_about_with_all_their_hosts(
         on_g = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-g"])
         failed_g = store.jobs_through(T0, UNTIL, span, "FAILED", ["gpu-g"])
         none = store.jobs_through(T0, UNTIL, span, "COMPLETED", [])
+        # a later window: only 11, still running, is a job of it
+        later = store.jobs_through(UNTIL + H, UNTIL + 9 * H, [(UNTIL + 2 * H, UNTIL + 3 * H)],
+                                   "COMPLETED", store.job_host_names())
+        later_during = store.jobs_during(UNTIL + H, UNTIL + 9 * H,
+                                         [(UNTIL + 2 * H, UNTIL + 3 * H)], ["gpu-d"])
     assert _ids(on_c) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
-    assert on_b == on_g == none == []
+    assert on_b == on_g == none == later == []
     assert _ids(failed_g) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
+    # 11 still runs (no end): it is a job of any later window
+    assert _ids(later_during) == [("11", "RUNNING", ["gpu-d"])]
 
 
 def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
@@ -138,3 +145,11 @@ def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path
                           "first_at": at, "last_at": at + H, "written_at": at + 2 * H,
                           "nccl_versions": ["2.27.7"], "ib_timeout": None,
                           "ib_retry_cnt": None, "using_hcas": [], "ib_hca": None}
+
+
+def test_no_jobs_at_all(tmp_path: Path) -> None:
+    span = [(T0 + 5 * H, T0 + 6 * H)]
+    with Store(tmp_path / "j.duckdb") as store:
+        assert store.job_host_names() == []
+        assert store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-a"]) == []
+        assert store.jobs_during(T0, UNTIL, span, ["gpu-a"]) == []
