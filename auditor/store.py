@@ -935,26 +935,41 @@ class Store:
                                            until=utc_naive(until), states=sorted(states)))
 
     def jobs_during(self, since: datetime, until: datetime,
-                    spans: Sequence[tuple[datetime, datetime]]) -> list[dict[str, Any]]:
+                    spans: Sequence[tuple[datetime, datetime]],
+                    hosts: Iterable[str] | None = None) -> list[dict[str, Any]]:
         """Jobs of the window that had started and were running during one of `spans`, with
-        their hosts, by end time."""
+        their hosts, by end time; with `hosts` (names as sacct gave them, see
+        job_host_names), only those that ran on at least one of them."""
         if not spans:
             return []
-        return _split_hosts(self.run_dicts(
-            "jobs_during", since=utc_naive(since), until=utc_naive(until),
-            span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans]))
+        lo, hi = [utc_naive(lo) for lo, _ in spans], [utc_naive(hi) for _, hi in spans]
+        if hosts is None:
+            return _split_hosts(self.run_dicts("jobs_during", since=utc_naive(since),
+                                               until=utc_naive(until), span_lo=lo, span_hi=hi))
+        names = sorted(set(hosts))
+        if not names:
+            return []
+        return _split_hosts(self.run_dicts("jobs_during_hosts", since=utc_naive(since),
+                                           until=utc_naive(until), span_lo=lo, span_hi=hi,
+                                           hosts=names))
 
     def jobs_through(self, since: datetime, until: datetime,
-                     spans: Sequence[tuple[datetime, datetime]], state: str
-                     ) -> list[dict[str, Any]]:
+                     spans: Sequence[tuple[datetime, datetime]], state: str,
+                     hosts: Iterable[str]) -> list[dict[str, Any]]:
         """Jobs of the window in `state` that ran through one of `spans` whole (started by its
-        start, ended at or after its end), with their hosts, by end time."""
-        if not spans:
+        start, ended at or after its end) on at least one of `hosts` (names as sacct gave
+        them, see job_host_names), with all their hosts, by end time."""
+        names = sorted(set(hosts))
+        if not spans or not names:
             return []
         return _split_hosts(self.run_dicts(
             "jobs_through", since=utc_naive(since), until=utc_naive(until),
             span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
-            state=state))
+            state=state, hosts=names))
+
+    def job_host_names(self) -> list[str]:
+        """Every host name a job was given (as sacct gave it), once each, sorted."""
+        return [r[0] for r in self.run("job_host_names")]
 
     def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
                        ) -> None:
@@ -998,7 +1013,9 @@ class Store:
     def job_logs(self, since: datetime, until: datetime,
                  jobs_since: datetime | None = None) -> list[dict[str, Any]]:
         """The logs dated near [since, until], and those labelled with a job that had not
-        ended before `jobs_since` (default: `since`)."""
+        ended before `jobs_since` (default: `since`). `hosts`, `first_at`, `last_at` and
+        `written_at` only of the logs without a job (None for the others): they serve to
+        match such a log to its job."""
         return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
                               jobs_since=utc_naive(jobs_since or since))
 
@@ -1019,7 +1036,9 @@ class Store:
     def job_errors(self, since: datetime, until: datetime, sources: Sequence[int] = (),
                    jobs_since: datetime | None = None) -> list[dict[str, Any]]:
         """Failure lines in the window, the undated lines of jobs that had not ended before
-        `jobs_since` (default: `since`), and every line of the job logs `sources`."""
+        `jobs_since` (default: `since`), and every line of the job logs `sources`: the
+        columns the correlation reads (source_id, job_id, event_at, kind, network, host, hca,
+        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message."""
         return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
                               sources=list(sources), jobs_since=utc_naive(jobs_since or since))
 

@@ -73,9 +73,11 @@ def _nccl_log(host: str, peer: str, devices: list[str] | None, ib_hca: str | Non
     return "\n".join(out) + "\n"
 
 
-def _build(tmp: Path, killer: bool) -> tuple[Path, tuple[tuple[str, int], ...], dict[str, str]]:
+def _build(tmp: Path, killer: bool, domain: str = ""
+           ) -> tuple[Path, tuple[tuple[str, int], ...], dict[str, str]]:
     """Two rails, four hosts; host X's mlx5_1 cable goes down at T for FLAP_S. Jobs on X and Y
-    (and, with `killer`, a job that died of that flap). Returns the DB, the link and names."""
+    (and, with `killer`, a job that died of that flap), sacct naming each host with `domain`
+    after its name. Returns the DB, the link and names."""
     src = tmp / "fabric"
     generate(src, seed=1, spines=2, leaves=4, hosts_per_leaf=2, hcas_per_host=2)
     truth = json.loads((src / "truth.json").read_text())
@@ -130,7 +132,9 @@ def _build(tmp: Path, killer: bool) -> tuple[Path, tuple[tuple[str, int], ...], 
             "vendor err 129 (Send) hca mlx5_1\n")
     sacct = tmp / "sacct.txt"
     sacct.write_text("JobID|State|Start|End|NodeList\n" + "".join(
-        f"{j}|{state}|{a:{STAMP}}|{b:{STAMP}}|{hosts}\n" for j, state, a, b, hosts in rows))
+        f"{j}|{state}|{a:{STAMP}}|{b:{STAMP}}|"
+        f"{','.join(h + domain for h in hosts.split(','))}\n"
+        for j, state, a, b, hosts in rows))
     with Store(db) as store:
         ingest_logs(store, [log], "auto", LogOptions(), now=up + 2 * hour)
         ingest_job_files(store, [src / "hosts", sacct], "auto", JobOptions())
@@ -172,6 +176,16 @@ def test_only_jobs_whose_traffic_crossed_the_cable_count(tmp_path: Path) -> None
     plain = _mine(as_json(ev, rank(ev)), names)
     assert plain["score"] > before["score"] and plain["survived_jobs"] == []
     assert plain["survived_points_off"] == 0
+
+
+def test_jobs_sacct_lists_by_their_hosts_fqdn_cross_the_same(tmp_path: Path) -> None:
+    """gather reads only the jobs on the hosts next to a flap, by the names sacct gave them
+    that resolve to those hosts (issue #13): an FQDN is one of them."""
+    db, link, _ = _build(tmp_path, killer=False, domain=".cluster.example")
+    with Store(db, read_only=True) as store:
+        assert all(h.endswith(".cluster.example") for h in store.job_host_names())
+    le = _gather(db).links[link]
+    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "109": 1.0}
 
 
 def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path: Path) -> None:

@@ -62,11 +62,41 @@ def test_jobs_ended_newest_record_and_sorted_hosts(tmp_path: Path) -> None:
 def test_jobs_through_only_when_the_newest_record_is_in_state(tmp_path: Path) -> None:
     span = [(T0 + 5 * H, T0 + 6 * H)]
     with _store(tmp_path / "j.duckdb") as store:
-        through = store.jobs_through(T0, UNTIL, span, "COMPLETED")
-        failed = store.jobs_through(T0, UNTIL, span, "FAILED")
-    # 14's older COMPLETED record ran through the span too; its newest says FAILED.
-    assert _ids(through) == [("15", "COMPLETED", []), ("10", "COMPLETED", ["gpu-a", "gpu-c"])]
+        hosts = store.job_host_names()
+        through = store.jobs_through(T0, UNTIL, span, "COMPLETED", hosts)
+        failed = store.jobs_through(T0, UNTIL, span, "FAILED", hosts)
+    # 14's older COMPLETED record ran through the span too; its newest says FAILED. 15 ran
+    # through it on no host at all.
+    assert _ids(through) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
     assert _ids(failed) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
+
+
+def test_the_host_names_jobs_were_given_once_each(tmp_path: Path) -> None:
+    with _store(tmp_path / "j.duckdb") as store:
+        assert store.job_host_names() == [f"gpu-{c}" for c in "abcdefgh"]
+
+
+def test_jobs_through_only_those_on_a_host_asked_about_with_all_their_hosts(
+        tmp_path: Path) -> None:
+    span = [(T0 + 5 * H, T0 + 6 * H)]
+    with _store(tmp_path / "j.duckdb") as store:
+        on_c = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-c", "gpu-x"])
+        # gpu-b ran only job 10's first run (FAILED), not the requeued one with the same id
+        on_b = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-b"])
+        # 14's older record is COMPLETED on gpu-g: asking by host keeps the newest record
+        on_g = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-g"])
+        failed_g = store.jobs_through(T0, UNTIL, span, "FAILED", ["gpu-g"])
+        none = store.jobs_through(T0, UNTIL, span, "COMPLETED", [])
+        # a later window: only 11, still running, is a job of it
+        later = store.jobs_through(UNTIL + H, UNTIL + 9 * H, [(UNTIL + 2 * H, UNTIL + 3 * H)],
+                                   "COMPLETED", store.job_host_names())
+        later_during = store.jobs_during(UNTIL + H, UNTIL + 9 * H,
+                                         [(UNTIL + 2 * H, UNTIL + 3 * H)], ["gpu-d"])
+    assert _ids(on_c) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
+    assert on_b == on_g == none == later == []
+    assert _ids(failed_g) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
+    # 11 still runs (no end): it is a job of any later window
+    assert _ids(later_during) == [("11", "RUNNING", ["gpu-d"])]
 
 
 def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
@@ -90,3 +120,49 @@ def test_a_new_database_records_every_schema_version(tmp_path: Path) -> None:
         assert store.schema_version() == Store.latest_version()
         assert store._con.execute("select count(*) from schema_version").fetchone() == (
             Store.latest_version(),)
+
+
+def test_jobs_during_on_the_hosts_asked_about_with_all_their_hosts(tmp_path: Path) -> None:
+    early = [(T0 + 90 * timedelta(minutes=1), T0 + 2 * H)]
+    with _store(tmp_path / "j.duckdb") as store:
+        on_a = store.jobs_during(T0, UNTIL, early, ["gpu-a", "gpu-d"])
+        # gpu-c ran only job 10's requeued run, which had not started yet
+        on_c = store.jobs_during(T0, UNTIL, early, ["gpu-c"])
+        every = store.jobs_during(T0, UNTIL, early, store.job_host_names())
+        none = store.jobs_during(T0, UNTIL, early, [])
+        unfiltered = store.jobs_during(T0, UNTIL, early)
+    assert _ids(on_a) == [("10", "FAILED", ["gpu-a", "gpu-b"]), ("11", "RUNNING", ["gpu-d"])]
+    assert on_c == none == []
+    # the same jobs as without hosts, but for 15, which ran on none
+    assert every == [j for j in unfiltered if j["job_id"] != "15"]
+
+
+def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path) -> None:
+    """Only a log without a job is matched to one by its hosts and time span: a labelled log's
+    come back as None (issue #13)."""
+    from auditor.store import JobLogMeta
+
+    at = (T0 + 2 * H).replace(tzinfo=None)
+    with _store(tmp_path / "j.duckdb") as store:
+        store.add_job_logs([
+            JobLogMeta(7, "11", frozenset({"gpu-d"}), at, at, at, ("2.21.5",), 20, 7,
+                       frozenset({("gpu-d", "mlx5_0")}), "mlx5_0"),
+            JobLogMeta(8, None, frozenset({"gpu-f", "gpu-e"}), at, at + H, at + 2 * H,
+                       ("2.27.7",), None, None)])
+        labelled, unlabelled = store.job_logs(T0, UNTIL)
+    assert labelled == {"source_id": 7, "job_id": "11", "hosts": None, "first_at": None,
+                        "last_at": None, "written_at": None, "nccl_versions": ["2.21.5"],
+                        "ib_timeout": 20, "ib_retry_cnt": 7,
+                        "using_hcas": [{"host": "gpu-d", "hca": "mlx5_0"}], "ib_hca": "mlx5_0"}
+    assert unlabelled == {"source_id": 8, "job_id": None, "hosts": ["gpu-e", "gpu-f"],
+                          "first_at": at, "last_at": at + H, "written_at": at + 2 * H,
+                          "nccl_versions": ["2.27.7"], "ib_timeout": None,
+                          "ib_retry_cnt": None, "using_hcas": [], "ib_hca": None}
+
+
+def test_no_jobs_at_all(tmp_path: Path) -> None:
+    span = [(T0 + 5 * H, T0 + 6 * H)]
+    with Store(tmp_path / "j.duckdb") as store:
+        assert store.job_host_names() == []
+        assert store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-a"]) == []
+        assert store.jobs_during(T0, UNTIL, span, ["gpu-a"]) == []

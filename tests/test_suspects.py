@@ -140,9 +140,12 @@ def test_realistic_evidence_says_how_a_death_was_timed(realistic: tuple[Path, di
     assert data["jobs"]["unexplained"] == 0
 
 
-def test_a_job_that_lived_through_a_long_flap_of_its_hosts_cable_is_shown(tmp_path: Path) -> None:
+@pytest.mark.parametrize("domain", ["", ".cluster.example"])
+def test_a_job_that_lived_through_a_long_flap_of_its_hosts_cable_is_shown(
+        tmp_path: Path, domain: str) -> None:
     """A 90 s flap kills any NCCL since 2.14 whose traffic crosses it; a job on that host that
-    ran on through it is evidence its traffic was not on that cable."""
+    ran on through it is evidence its traffic was not on that cable. Only the jobs on that
+    host are read, by any name of it sacct gave (issue #13): its FQDN too."""
     from datetime import UTC, datetime, timedelta
 
     from auditor.demo import build_demo
@@ -167,9 +170,9 @@ def test_a_job_that_lived_through_a_long_flap_of_its_hosts_cable_is_shown(tmp_pa
     fmt = "%Y-%m-%dT%H:%M:%S"
     sacct.write_text("JobID|State|Start|End|NodeList\n"
                      f"97531|COMPLETED|{(down - timedelta(hours=1)):{fmt}}|"
-                     f"{(up + timedelta(hours=1)):{fmt}}|{host_link['a_name']}\n"
+                     f"{(up + timedelta(hours=1)):{fmt}}|{host_link['a_name']}{domain}\n"
                      f"97532|COMPLETED|{(down - timedelta(hours=1)):{fmt}}|"
-                     f"{(down + timedelta(seconds=60)):{fmt}}|{host_link['a_name']}\n")
+                     f"{(down + timedelta(seconds=60)):{fmt}}|{host_link['a_name']}{domain}\n")
     for args in (["ingest", str(log)], ["ingest", "--kind", "sacct", str(sacct)]):
         res = runner.invoke(app, ["--db", str(db), *args])
         assert res.exit_code == 0, res.output

@@ -153,7 +153,7 @@ def _longest_wait(settings: Sequence[tuple[int, int | None]], cfg: RankingSettin
 
 
 def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
-                 completed_through: Callable[[list[tuple[datetime, datetime]]],
+                 completed_through: Callable[[list[tuple[datetime, datetime]], set[str]],
                                              list[dict[str, Any]]],
                  host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
@@ -161,9 +161,11 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
                  in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]
                  ) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
-    than they could wait (see the module docstring). `completed_through(spans)`: the COMPLETED
-    jobs that ran through one of the spans whole, with their hosts (a month holds 100,000
-    jobs: only those are read). `in_use` and `settings`: the NCCL versions and the
+    than they could wait (see the module docstring). `completed_through(spans, hosts)`: the
+    COMPLETED jobs that ran through one of the spans whole with a host named by a name that
+    resolves (`host_of`) to one of the fabric hosts `hosts`, with all their hosts (a month
+    holds 100,000 jobs: only those are read; more may come back, they are left out here as
+    well). `in_use` and `settings`: the NCCL versions and the
     (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs, for jobs whose own say nothing."""
     site_wait = _longest_wait(settings, cfg, in_use)
     rails = _rails(logs, matched, errors, host_of)
@@ -203,7 +205,7 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
     # resolved once, and only the hosts whose traffic may cross a flapping link are indexed,
     # by the names that resolve to them. A job's own hosts are worked out only once it ran
     # through a flap next to them (at 30d, 13,000 jobs' host sets were 20-28 ms, issue #13).
-    jobs = completed_through(spans)
+    jobs = completed_through(spans, wanted)
     names = {x: host_of(x) for x in set().union(*[job["hosts"] for job in jobs])}
     near = {x: h for x, h in names.items() if h and h in wanted}
     near_names = set(near)
