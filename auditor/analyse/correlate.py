@@ -526,7 +526,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # (issue #13: two runs of counter_deltas were 101 ms of `suspects --since 30d`), the
     # window's job logs and failed jobs: asked now, read while the fabric is built (a third of
     # `suspects --since 24h` is DuckDB's, which runs without the GIL). In the order they are
-    # needed: one worker reads them one after another.
+    # needed: two workers take them in turn.
     pending_small = store.in_background(lambda s: (
         s.events(look_from - LOOKBACK, until), s.maintenance(look_from, until),
         s.host_addresses()))
