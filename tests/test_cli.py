@@ -185,3 +185,30 @@ def test_the_app_for_a_named_command_holds_that_command_only() -> None:
     assert len(names(["--help"])) == len(app.registered_commands) + len(app.registered_groups)
     assert _app_for(["suspects"]).registered_commands is not app.registered_commands
     assert len(app.registered_commands) > 1  # the module's app is left whole
+
+
+def test_suspects_runs_without_the_collector_and_turns_it_back_on(tmp_path: Path) -> None:
+    """`suspects` and `report` switch the cyclic collector off while they run (issue #13) and
+    on again after, so commands run in one process (as here) leave it as they found it."""
+    import gc
+
+    db = tmp_path / "d.duckdb"
+    assert CliRunner().invoke(app, ["--db", str(db), "ingest", str(SNAP1 / "iblinkinfo.txt")]
+                              ).exit_code == 0
+    from auditor.analyse import correlate
+
+    seen: list[bool] = []
+    real = correlate.gather
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    correlate.gather = spy  # type: ignore[assignment]
+    try:
+        assert gc.isenabled()
+        res = CliRunner().invoke(app, ["--db", str(db), "suspects", "--format", "json"])
+    finally:
+        correlate.gather = real
+    assert res.exit_code == 0, res.output
+    assert seen == [False] and gc.isenabled()
