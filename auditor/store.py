@@ -225,7 +225,6 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.*?) \(PID (?P<p
 _FABRIC_CACHE_FORMAT = 3
 _T = TypeVar("_T")
 _FABRIC_CACHE_VERSION = 11  # the schema version that added fabric_cache
-_UNREAD = object()
 
 
 class _CachedFabric(NamedTuple):
@@ -258,7 +257,10 @@ class Store:
                  busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self._in_transaction = False
-        self._cached_fabric: _CachedFabric | object | None = _UNREAD
+        # fabric_cache as read (None: there is none, or it is stale); read again after a
+        # topology write (`_fabric_read` False)
+        self._cached_fabric: _CachedFabric | None = None
+        self._fabric_read = False
         self._pool: ThreadPoolExecutor | None = None
         self._busy_timeout_s = busy_timeout_s
         if read_only and not self.path.exists():
@@ -477,7 +479,7 @@ class Store:
         options replaces its earlier records; call it in the ingest's transaction)."""
         if not source_ids:
             return
-        self._cached_fabric = _UNREAD
+        self._fabric_read = False
         for query in ("source_forget_job_nodes", "source_forget_jobs", "source_forget_nodes",
                       "source_forget_ports", "source_forget_links", "source_forget_counters",
                       "source_forget_port_events", "source_forget_source_issues",
@@ -533,7 +535,7 @@ class Store:
     def add_nodes(self, source_id: int, seen_at: datetime, nodes: Sequence[FabricNode]) -> None:
         if not nodes:
             return
-        self._cached_fabric = _UNREAD
+        self._fabric_read = False
         self.run(
             "nodes_insert",
             source_id=source_id,
@@ -551,7 +553,7 @@ class Store:
     def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
         if not ports:
             return
-        self._cached_fabric = _UNREAD
+        self._fabric_read = False
         self.run(
             "ports_insert",
             source_id=source_id,
@@ -571,7 +573,7 @@ class Store:
     def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
         if not links:
             return
-        self._cached_fabric = _UNREAD
+        self._fabric_read = False
         self.run(
             "links_insert",
             source_id=source_id,
@@ -633,7 +635,7 @@ class Store:
     def refresh_fabric_cache(self) -> None:
         """Keep the newest snapshot ready to read (fabric_cache): call it where a topology
         ingest stores a snapshot, inside its transaction."""
-        self._cached_fabric = _UNREAD
+        self._fabric_read = False
         self.run("fabric_cache_clear")
         times = self.snapshot_times(datetime(9999, 1, 1, tzinfo=UTC), limit=2)
         if not times:
@@ -660,8 +662,8 @@ class Store:
     def _fabric_cache(self) -> _CachedFabric | None:
         """The cached newest snapshot, read once per open; None when there is none or the
         topology sources changed since it was built (then the tables are read)."""
-        if self._cached_fabric is _UNREAD:
-            self._cached_fabric = None
+        if not self._fabric_read:
+            self._fabric_read, self._cached_fabric = True, None
             rows = self.run("fabric_cache_get")
             if len(rows) == 1 and rows[0][1] == self._topology_fingerprint():
                 try:
@@ -674,7 +676,7 @@ class Store:
                         data[0] == _FABRIC_CACHE_FORMAT:
                     prev = datetime.fromisoformat(data[6]) if data[6] else None
                     self._cached_fabric = _CachedFabric(rows[0][0], *data[1:6], prev, data[7])
-        return self._cached_fabric if isinstance(self._cached_fabric, _CachedFabric) else None
+        return self._cached_fabric
 
     def fabric_links_changed(self, seen_at: datetime, prev_at: datetime) -> list[Link]:
         """The links of the snapshot at `prev_at` that ran at another width or speed than in

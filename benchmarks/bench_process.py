@@ -68,23 +68,6 @@ duckdb.sql("select count(*) from read_csv($p, columns={'line': 'VARCHAR'}, delim
            "null_padding=true)", params={"p": sys.argv[1:]}).fetchall()
 """
 
-# The same file loaded into a new database file: like the ingest, it reads and writes rows
-# (the ingest writes 13x as many: one per job and host).
-_SACCT_LOAD = """
-import duckdb, sys
-con = duckdb.connect(sys.argv[2])
-con.execute("create table t as select * from read_csv($p, delim='|', header=true, "
-            "all_varchar=true)", {"p": sys.argv[1]})
-con.close()
-"""
-
-_SACCT_SCAN = """
-import duckdb, sys
-duckdb.sql("select count(*) from read_csv($p, delim='|', header=true, all_varchar=true)",
-           params={"p": sys.argv[1]}).fetchall()
-"""
-
-
 # As an operator's shell runs it: Python writes and reuses bytecode caches (a sandbox or CI
 # that sets PYTHONDONTWRITEBYTECODE would have every run compile the package from source).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -248,7 +231,11 @@ def main() -> None:
             subprocess.run([PY, "-c", "import sys; from auditor.store import Store; "
                             "Store(sys.argv[1]).close()", str(empty)],
                            check=True, stdout=subprocess.DEVNULL, env=ENV)
-            base, _ = median_of(args.repeat, lambda: [PY, "-c", _SACCT_SCAN, str(sacct)])
+            sys.path.insert(0, str(HERE))
+            # bench_sacct's baselines: the file's rows counted, and loaded into a new database
+            from bench_sacct import LOAD, SCAN
+
+            base, _ = median_of(args.repeat, lambda: [PY, "-c", SCAN, str(sacct)])
             took, peak = median_of(
                 args.repeat, lambda: auditor(db, "ingest", "--kind", "sacct", str(sacct)),
                 prepare=lambda: shutil.copyfile(empty, db))
@@ -256,7 +243,7 @@ def main() -> None:
             row(f"auditor ingest --kind sacct ({jobs:,} jobs)", "sacct_process", took, peak,
                 "DuckDB read_csv", base)
             loaded = work / "load.duckdb"
-            load, _ = median_of(args.repeat, lambda: [PY, "-c", _SACCT_LOAD, str(sacct),
+            load, _ = median_of(args.repeat, lambda: [PY, "-c", LOAD, str(sacct),
                                                       str(loaded)],
                                 prepare=lambda: loaded.unlink(missing_ok=True))
             figures["sacct_process_load_baseline_s"] = load
