@@ -301,6 +301,50 @@ class JobError:
     hca_candidates: tuple[str, ...] = ()
 
 
+# What happened to a whole host (issue #20): a host that reboots, crashes or is set DOWN takes
+# every rail down with it, and that is not N cable faults.
+HOST_EVENT_KINDS = (
+    "boot",  # the kernel started at `at` (journalctl --list-boots, last -x, dmesg, slurmctld)
+    "crash",  # a boot session that ended without a clean shutdown (last -x `crash`), at its end
+    "shutdown",  # a clean shutdown or reboot (last -x `shutdown system down`)
+    "down",  # Slurm set the node DOWN (not responding, unexpectedly rebooted, an admin)
+    "not_responding",  # slurmctld: `Nodes X not responding`
+    "responding",  # slurmctld: `Node X now responding`
+    "drain",  # Slurm DRAIN/DRAINED/DRAINING (an admin or a health check took it out)
+    "reboot_requested",  # `scontrol reboot`, `Reboot ASAP`, state REBOOT
+    "returned",  # `node X returned to service`, `reboot complete`
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HostEvent:
+    """One thing that happened to a whole host, from the scheduler (sacctmgr show event,
+    slurmctld.log) or from the host's own boot records (journalctl --list-boots, last -x,
+    the kernel log's `Linux version` line).
+
+    `host` is the name the source printed (a Slurm NodeName, a hostname): the correlation
+    resolves it to a fabric host as it does job hosts. `end_at` is the end of a Slurm event
+    (None while open, `Unknown`) or the last entry of a boot. `reason` is the source's own text
+    (untrusted, cut to 200 characters)."""
+
+    host: str
+    at: datetime  # aware UTC
+    kind: str  # one of HOST_EVENT_KINDS
+    end_at: datetime | None = None
+    reason: str = ""
+    line_no: int = 0
+    message: str = ""
+
+
+@dataclass(slots=True)
+class HostEventsResult:
+    """What a host-event file gave: the events in line order, and the lines not read as
+    (line_no, line, reason), counted per reason in `sources`."""
+
+    events: list[HostEvent] = field(default_factory=list)
+    unparsed: list[tuple[int, str, str]] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class HostAddress:
     """An address (IPoIB, OOB, GID) that names a host, from an /etc/hosts-style file."""
