@@ -205,6 +205,11 @@ class RankingSettings:
     link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
+    # A host's rails down within 30 s of each other are one host event when they are this share
+    # of its linked HCA ports, and at least host_event_min_rails (issue #20: most rails, so a
+    # rail whose leaf's syslog is lost does not hide the event).
+    host_event_fraction: float = 0.75
+    host_event_min_rails: int = 2
     nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
     nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT when jobs set it; 0 = NCCL's default
 

@@ -262,6 +262,8 @@ class RankingTable(_Table):
     link_error_recovery_per_hour: Positive | None = None
     common_mode_min_ports: Count | None = None
     common_mode_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    host_event_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    host_event_min_rails: Annotated[int, Field(ge=2)] | None = None
     nccl_version: Annotated[str, AfterValidator(_nccl_version)] | None = None
     # A 5-bit field of the QP (IBTA 9.7.6.1.3); 0 = NCCL's default.
     nccl_ib_timeout: Annotated[int, Field(ge=0, le=31)] | None = None

@@ -39,6 +39,7 @@ from auditor.models import (
     Fabric,
     FabricNode,
     HostAddress,
+    HostEvent,
     JobError,
     JobTable,
     LaneReading,
@@ -485,6 +486,7 @@ class Store:
                       "source_forget_port_events", "source_forget_source_issues",
                       "source_forget_job_errors", "source_forget_job_logs",
                       "source_forget_host_addresses", "source_forget_maintenance",
+                      "source_forget_host_events",
                       "source_forget_inventory", "source_forget_port_labels",
                       "source_forget_optics_readings", "source_forget_optics_thresholds",
                       "source_forget_sources"):
@@ -1063,6 +1065,28 @@ class Store:
     def maintenance(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("maintenance_window", since=utc_naive(since),
                               until=utc_naive(until))
+
+    # -- host events (issue #20) -----------------------------------------------------------------
+
+    def add_host_events(self, source_id: int, rows: Sequence[HostEvent]) -> None:
+        if rows:
+            self.run("host_events_insert", source_id=source_id, host=[r.host for r in rows],
+                     event_at=[utc_naive(r.at) for r in rows], kind=[r.kind for r in rows],
+                     end_at=[_naive_or_none(r.end_at) for r in rows],
+                     reason=[r.reason for r in rows], line_no=[r.line_no for r in rows],
+                     message=[r.message for r in rows])
+
+    def host_events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Boots, crashes and Slurm node states touching [since, until], oldest first."""
+        return self.run_dicts("host_events_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def host_event_hosts(self) -> dict[str, set[str]]:
+        """Source kind (slurm-events, slurmctld, boots, dmesg) -> the host names it speaks of."""
+        out: dict[str, set[str]] = {}
+        for host, kind in self.run("host_events_hosts"):
+            out.setdefault(kind, set()).add(host)
+        return out
 
     # -- inventory and replacements --------------------------------------------------------------
 
