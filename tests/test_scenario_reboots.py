@@ -391,3 +391,44 @@ def test_cli_simulate_reboots(tmp_path: Path) -> None:
                                    "--host-records", "syslog"])
     assert res.exit_code == 2 and "host_records must be one of" in res.output
 
+
+# ------------------------------------------------------------------------- scoring
+
+
+def test_each_host_record_kind_goes_to_the_ingester_that_offers_it() -> None:
+    from auditor.errors import AuditorError
+    from auditor.ingest.plan import plan_ingest
+    from auditor.simulate.evaluate import HOST_RECORDS, offered
+
+    for kind, _, _ in HOST_RECORDS:
+        try:
+            plan_ingest([], kind)
+        except AuditorError:
+            known = False
+        else:
+            known = True
+        # A kind the ingest learns elsewhere than the job or log ingester needs evaluate.py's
+        # hook taught where it is, or the benchmark would leave its files out silently.
+        assert known == (offered(kind) is not None), kind
+
+
+def test_evaluate_counts_crashed_hosts_cables_as_false_blames(tmp_path: Path) -> None:
+    from auditor.simulate.evaluate import HOST_RECORDS, _score, evaluate, offered
+
+    folder = tmp_path / "s"
+    truth = generate(folder, seed=2, spines=4, leaves=8, hosts_per_leaf=4, host_reboots=2)
+    score, data = evaluate(folder, tmp_path / "a.duckdb")
+    assert score.crashed_hosts == sorted(r.host for r in truth.host_reboots)
+    assert score.network_jobs_truth == len(truth.network_failed_jobs)
+    assert score.network_jobs >= 0 and set(score.host_cable_blames) <= set(score.false_blames)
+    assert score.host_records_ingested == [k for k, _, _ in HOST_RECORDS if offered(k)]
+    # A crashed host's cable on top of a ranking is a false blame, and named as such.
+    flap = next(f for f in truth.flaps if f.cause == "host_reboot")
+    cable = {"component": "cable", "ends": [{"name": e.name, "port": e.port} for e in flap.ends]}
+    host = {"component": "host", "ends": [{"name": f"{flap.ends[0].name} mlx5_0", "port": None}]}
+    scored = _score(folder, data, {"suspects": [cable, host], "jobs": {"network": 7}})
+    assert len(scored.host_cable_blames) == 1 and scored.host_cable_blames[0].startswith(
+        f"{flap.ends[0].name}[1] <-> ")
+    assert scored.false_blames == scored.host_cable_blames
+    assert scored.host_suspects == [flap.ends[0].name] and scored.host_suspects_found == 1
+    assert scored.network_jobs == 7
