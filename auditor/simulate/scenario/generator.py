@@ -97,11 +97,12 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
                   *(out_dir / "counters").glob("ibqueryerrors-*.txt"),
                   *(out_dir / "optics").glob("*/mlx5_*.txt"),
                   *(out_dir / "boots").glob("*.txt"),
-                  *(out_dir / "slurm").glob("*")]:
+                  *(out_dir / "slurm").glob("events.txt"),
+                  *(out_dir / "slurm").glob("slurmctld.log")]:
         stale.unlink()
-    for folder in ("boots", "slurm"):
-        if (out_dir / folder).is_dir():
-            (out_dir / folder).rmdir()
+    for folder in (out_dir / "boots", out_dir / "slurm"):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # host_records: a folder only where the site keeps the records
 
     def write(rel: str, text: str) -> None:
         (out_dir / rel).write_text(text, encoding="utf-8", newline="\n")

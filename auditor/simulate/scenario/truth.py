@@ -39,7 +39,7 @@ class FlapRecord:
     up_at: datetime
     duration_s: float
     # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat;
-    # adaptive_routing, port_failover (harmless_flaps)
+    # adaptive_routing, port_failover (harmless_flaps); host_reboot (host_reboots)
     cause: str
     logged_by: tuple[str, ...]  # switches whose log lines show it
 
