@@ -1073,10 +1073,20 @@ def simulate(
         "--harmless-flaps", help="sound links (leaf uplinks and host cables in turn) whose long "
         "flaps adaptive routing or NCCL port failover absorb: no job dies of them; listed as "
         "harmless_links in truth.json (default 0)")] = None,
+    reboots: Annotated[int | None, typer.Option(
+        "--reboots", help="hosts that crash and reboot undeclared while they run a job: every "
+        "rail drops, the job ends NODE_FAIL (on multi-rail hosts some FAILED), its peers' NCCL "
+        "errors name the host; listed as host_reboots in truth.json (default 0)")] = None,
+    host_records: Annotated[str | None, typer.Option(
+        "--host-records", help="what the site keeps of its hosts: none (only sacct's "
+        "NODE_FAIL), slurm (slurm/events.txt: sacctmgr show event, slurm/slurmctld.log), boots "
+        "(boots/<host>.txt: journalctl --list-boots) or both (default: both with --reboots, "
+        "else none)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
-    maintenance) and its ground truth (truth.json), for tests, demos and evaluation.
+    maintenance; Slurm node events, slurmctld.log and boot records with --reboots) and its
+    ground truth (truth.json), for tests, demos and evaluation.
 
     Example:
 
@@ -1085,6 +1095,7 @@ def simulate(
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
         auditor simulate --out /tmp/ageing --optics --days 21
         auditor simulate --out /tmp/weeks --outcomes --days 28 --hosts 16
+        auditor simulate --out /tmp/crash --realistic --reboots 3 --host-records slurm
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -1104,7 +1115,8 @@ def simulate(
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
                  "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
                  "optics": optics or None, "ageing_optics": ageing_optics,
-                 "harmless_flaps": harmless_flaps}
+                 "harmless_flaps": harmless_flaps, "host_reboots": reboots,
+                 "host_records": host_records}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         if outcomes:
             options["outcomes"] = True
@@ -1115,9 +1127,12 @@ def simulate(
     ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
     harmless = (f", {len(truth.harmless_links)} harmless link(s)" if truth.harmless_links
                 else "")
+    crashed = (f", {len(truth.host_reboots)} host reboot(s) killing "
+               f"{len(truth.host_failed_jobs)} job(s) (host records: {truth.host_records})"
+               if truth.host_reboots else "")
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
-         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
-         f"ground truth in {out / 'truth.json'}")
+         f"{len(truth.switch_reboots)} switch reboot(s){crashed}, {truth.jobs_total} jobs"
+         f"{ageing}; ground truth in {out / 'truth.json'}")
     if outcomes:
         import json
 
