@@ -442,13 +442,17 @@ def test_last_year_walks_back_over_new_year_and_a_gap() -> None:
     text = "\n".join((
         BOOT_ROW.format(login="Fri Jan  2 03:15", tail="  still running"),
         BOOT_ROW.format(login="Wed Dec 31 23:50", tail="- 03:10 (1+03:20)"),
-        # No record for years: Thursday 28 Feb is 2019 (2024's is a Wednesday).
-        BOOT_ROW.format(login="Thu Feb 28 10:00", tail="- 11:00  (01:00)"),
+        # No record for years: Tuesday 28 February is 2023 (2025's is a Friday, 2024's a
+        # Wednesday).
+        BOOT_ROW.format(login="Tue Feb 28 10:00", tail="- 11:00  (01:00)"),
+        # Saturday 28 February: 2015, more than four years before 2023: refused.
+        BOOT_ROW.format(login="Sat Feb 28 09:00", tail="- 09:50  (00:50)"),
     ))
     result = parse_boots(text, host="h", reference=datetime(2026, 1, 3, tzinfo=UTC))
     assert [e.at.date().isoformat() for e in result.events if e.kind == "boot"] == [
-        "2026-01-02", "2025-12-31", "2019-02-28"]
+        "2026-01-02", "2025-12-31", "2023-02-28"]
     assert result.events[1].end_at == datetime(2026, 1, 2, 3, 10, tzinfo=UTC)
+    assert [(n, r) for n, _, r in result.unparsed] == [(4, "weekday does not match the date")]
 
 
 def test_last_end_crosses_midnight_and_days() -> None:
@@ -584,3 +588,30 @@ def test_fuzz_sacctmgr_raises_only_parse_errors(rows: list[str]) -> None:
         assert error.reason and 1 <= error.line_no <= len(rows) + 1
     else:
         check_invariants(result, text)
+
+
+def test_last_year_given_is_the_newest_records_year() -> None:
+    # 2025-01-01 is a Wednesday: the given year does not fit the newest record.
+    line = BOOT_ROW.format(login="Thu Jan  1 10:00", tail="  still running")
+    result = parse_boots(line, host="h", year=2025)
+    assert [(n, r) for n, _, r in result.unparsed] == [(1, "weekday does not match the date")]
+    (event,) = parse_boots(line, host="h", year=2026).events
+    assert event.at == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    # A reference is only an upper limit: a host up for over a year is found further back.
+    (event,) = parse_boots(line, host="h", reference=datetime(2026, 12, 1, tzinfo=UTC)).events
+    assert event.at == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    (event,) = parse_boots(line, host="h", reference=datetime(2028, 12, 1, tzinfo=UTC)).events
+    assert event.at == datetime(2026, 1, 1, 10, tzinfo=UTC)
+    result = parse_boots(line, host="h", reference=datetime(2025, 12, 1, tzinfo=UTC))
+    assert [(n, r) for n, _, r in result.unparsed] == [(1, "weekday does not match the date")]
+
+
+def test_last_negative_length_and_end_without_length() -> None:
+    # A clock set back: the end is before the login, so unknown.
+    line = BOOT_ROW.format(login="Mon Dec  1 00:01", tail="- 00:00 (-00:01)")
+    (event,) = parse_boots(line, host="h", year=2025).events
+    assert (event.at, event.end_at) == (datetime(2025, 12, 1, 0, 1, tzinfo=UTC), None)
+    # No length: the end is the next such time of day.
+    (event,) = parse_boots("reboot system boot Sun Nov 30 23:50 00:10", host="h",
+                           year=2025).events
+    assert event.end_at == datetime(2025, 12, 1, 0, 10, tzinfo=UTC)

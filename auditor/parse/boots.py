@@ -32,35 +32,38 @@ thkukuk/wtmpdb@v0.75.0; both print the same columns):
 * `reboot   system boot  6.1.0-25-amd64   Tue Oct 15 19:43   still running`
   `reboot   system boot  6.1.0-25-amd64   Tue Oct 15 19:43 - 20:10  (00:27)`
   `shutdown system down  6.1.0-25-amd64   Tue Oct 15 20:10 - 20:11  (00:00)` (only with -x)
-  The login time is `--time-format short` (the default: ctime's first 16 characters, no year,
+  The login time is `--time-format short` (the default: ctime's first 16 characters, no year;
   last.c timefmts[] :141-147), `full` (-F: `Tue Oct 15 19:43:12 2024`) or `iso`
   (`2024-10-15T19:43:12+02:00`; wtmpdb prints `+0200`). The end is `- HH:MM`, `- <full>`,
   `- <iso>`, `still running`, `- crash` or `- down`, then the length `(HH:MM)` or
-  `(D+HH:MM)` (last.c list() :455-505). -R drops the host column, -a moves it to the end.
-  ctime is not localised, so only the trailer changes with the locale
-  (`wtmp beginnt Sat Dec 20 09:00:00 2025`); a time in other words goes to `unparsed`.
-* `reboot system boot` -> `boot` at the login time, end_at = the printed end (the next
-  shutdown record, or the next boot after a crash; None while running). wtmpdb's
+  `(D+HH:MM)` (last.c list() :393, the end and length :455-505). -R drops the host column,
+  -a moves it to the end. ctime is not localised, so only the trailer changes with the
+  locale (`wtmp beginnt Sat Dec 20 09:00:00 2025`); a time in other words goes to `unparsed`.
+* `reboot system boot` -> `boot` at the login time, end_at = the printed end (the shutdown
+  record that ended it; None while running, after a crash, and when the end is before the
+  login, a clock set back: last prints a negative length then). wtmpdb's
   `soft-reboot`/`s-reboot` (systemd soft-reboot: userspace restarted, kernel kept) is a `boot`
   with reason "soft-reboot". `shutdown system down` -> `shutdown` at its time, end_at = the
   next boot. Other records (logins, runlevel changes, time changes) are ignored, and so is the
   `<file> begins <time>` trailer in any language.
 * `crash`: a boot session that ended without a shutdown record. util-linux 2.40 and later
-  (commit 9d0b73a64, "Report crashes on reboot lines instead of overlapping uptimes") print
-  `- crash` on such a reboot line; older versions print the end of the next shutdown record
-  found (an end later than the next boot, "overlapping uptimes") or `still running` when no
-  later shutdown record exists. All three are read as a crash when a newer boot is in the
-  file: a `crash` event at that next boot's time (the last moment the crash can have
-  happened; last does not know when the host died), end_at None, reason "no shutdown record
-  before the next boot". A `- crash` line with no newer boot in the file puts the crash at the
-  login time plus the printed length.
+  (commit 9d0b73a64, "Report crashes on reboot lines insted of overlapping uptimes";
+  last.c:807-813 at v2.41.2) print `- crash` on such a reboot line; older versions print the
+  end of the next shutdown record found (an end later than the next boot: "overlapping
+  uptimes") or `still running` when no later shutdown record exists. All three are read as
+  a crash when a newer boot is in the file: a `crash` event at that next boot's time (the
+  last moment the crash can have happened; last does not know when the host died), end_at
+  None, reason "no shutdown record before the next boot". A `- crash` line with no newer
+  boot in the file puts the crash at the login time plus the printed length.
 * Years: `full` and `iso` carry them. For `short`, the newest record (last prints newest
-  first) is placed in `year` if given, else in the year of `reference` (the file's
-  modification time: no record is after it), else the record goes to `unparsed` ("no year:
-  use last -F or --time-format iso"). Going down the file each record takes the latest year
-  that puts it at or before the record above it and matches its printed weekday, so a
-  December -> January turn (and a gap of a few years) is crossed. Times are last's local time:
-  `tz`.
+  first) is placed in `year` if given (that year only), else at or before `reference` (the
+  file's modification time; no record is after it), else the record goes to `unparsed` ("no
+  year: use last -F or --time-format iso"). Going down the file each record takes the latest
+  year that puts it at or before the record above it (a day of slack for a clock set back)
+  and matches its printed weekday within five years, so a December -> January turn is
+  crossed, and so is a gap of up to four years between records (a host up that long); a
+  record no year fits goes to `unparsed` ("weekday does not match the date"). Times are
+  last's local time: `tz`.
 """
 
 from __future__ import annotations
@@ -194,6 +197,12 @@ _OTHER_RECORD_RE = re.compile(
 )
 # `wtmp begins Wed Aug 28 03:00:00 2013`, or translated (`wtmp beginnt ...`): the time decides.
 _TRAILER_RE = re.compile(rf"^\S+ .*(?:{_FULL}|{_ISO})(?:\s.*)?$")
+_OUT_OF_ORDER = timedelta(days=1)
+_MINUTE = timedelta(minutes=1)  # short times are cut to the minute
+# A date's weekday repeats after 5, 6 or 11 years: within 5 years at most one year fits, so the
+# walk is right for gaps under five years, and a record no year fits (a wrong reference, year
+# or tz) is refused instead of being put a decade back.
+_YEARS_BACK = 5
 _FULL_RE = re.compile(
     r"^(?P<wd>\S+) (?P<mon>\S+) +(?P<day>\d{1,2}) (?P<h>\d\d):(?P<m>\d\d)"
     r"(?::(?P<s>\d\d) (?P<y>\d{4}))?$"
@@ -255,9 +264,10 @@ def _local(wall: _Wall, year: int, tz: tzinfo) -> datetime | None:
         return None
 
 
-def _place(wall: _Wall, bound: datetime | None, tz: tzinfo) -> datetime | str:
-    """The login time as aware UTC. Without a printed year: the latest year whose date has the
-    printed weekday and is not after `bound` (plus a day for records a little out of order)."""
+def _place(wall: _Wall, bound: datetime | None, tz: tzinfo, slack: timedelta,
+           years: int) -> datetime | str:
+    """The login time as aware UTC. Without a printed year: the latest of `years` years whose
+    date has the printed weekday and is not after `bound` + `slack`."""
     if wall.year is not None:
         local = _local(wall, wall.year, tz)
         if local is None:
@@ -267,13 +277,24 @@ def _place(wall: _Wall, bound: datetime | None, tz: tzinfo) -> datetime | str:
         return local.astimezone(UTC)
     if bound is None:
         return NO_YEAR
-    limit = bound + timedelta(days=1)
+    limit = bound + slack
     top = bound.astimezone(tz).year
-    for year in range(top + 1, top - 28, -1):
+    for year in range(top + (1 if slack else 0), top - years, -1):
         local = _local(wall, year, tz)
         if local is not None and local.weekday() == wall.weekday and local <= limit:
             return local.astimezone(UTC)
     return WRONG_WEEKDAY
+
+
+def _login_time(login: str, bound: datetime | None, tz: tzinfo, slack: timedelta,
+                years: int) -> datetime | str:
+    try:
+        if re.fullmatch(_ISO, login):
+            return datetime.fromisoformat(login.replace(",", ".")).astimezone(UTC)
+        wall = _wall(login)
+        return wall if isinstance(wall, str) else _place(wall, bound, tz, slack, years)
+    except (OverflowError, ValueError):
+        return "time out of range"
 
 
 def _end_time(end: str, at: datetime, length: timedelta | None, tz: tzinfo) -> datetime | None:
@@ -286,7 +307,14 @@ def _end_time(end: str, at: datetime, length: timedelta | None, tz: tzinfo) -> d
         return None if local is None else local.astimezone(UTC)
     hour, minute = (int(x) for x in end.split(":"))
     start = at.astimezone(tz)
-    guess = start + (length or timedelta(0))
+    if length is None:  # the first such time of day from the login on
+        day = start.date()
+        moment = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz)
+        if moment < start.replace(second=0, microsecond=0):
+            moment += timedelta(days=1)
+        return moment.astimezone(UTC)
+    # The length says on which day: the time of day nearest login + length.
+    guess = start + length
     best: datetime | None = None
     for days in (-1, 0, 1):
         day = (guess + timedelta(days=days)).date()
@@ -305,6 +333,8 @@ def _last(lines: list[str], text: str, host: str, tz: tzinfo, year: int | None,
         bound = reference if reference.tzinfo is not None else reference.replace(tzinfo=tz)
     else:
         bound = None
+    slack = timedelta(0)
+    years = 1 if year is not None else _YEARS_BACK  # `year` is the newest record's year
     last_line_no = max((i for i, line in enumerate(lines, 1) if line.strip()), default=0)
     records: list[_Record] = []
     for line_no, line in enumerate(lines, 1):
@@ -321,27 +351,24 @@ def _last(lines: list[str], text: str, host: str, tz: tzinfo, year: int | None,
             else:
                 result.unparsed.append((line_no, line, HALF_WRITTEN if cut else NOT_LAST))
             continue
-        login = m.group("login")
-        if re.fullmatch(_ISO, login):
-            try:
-                at: datetime | str = datetime.fromisoformat(login.replace(",", ".")).astimezone(
-                    UTC)
-            except ValueError:
-                at = "bad date"
-        else:
-            wall = _wall(login)
-            at = wall if isinstance(wall, str) else _place(wall, bound, tz)
+        at = _login_time(m.group("login"), bound, tz, slack, years)
         if isinstance(at, str):
             result.unparsed.append((line_no, line, at))
             continue
-        bound = at  # last prints newest first: the next record is not after this one
+        # last prints newest first: the next record is not after this one, give or take a
+        # clock set back a little (the year or reference given is a hard limit).
+        bound, slack, years = at, _OUT_OF_ORDER, _YEARS_BACK
         length = _length(m.group("len"))
         end = m.group("end")
         end_at = None
         if end is not None and end not in ("still running", "crash", "down"):
             try:
                 end_at = _end_time(end, at, length, tz)
-            except ValueError:
+            except (OverflowError, ValueError):
+                end_at = None
+            if end_at is not None and end_at < at:
+                # last.c: "Under strange circumstances, secs < 0 can happen" (a clock set
+                # back): the boot stands, its end is unknown.
                 end_at = None
         records.append(_Record(line_no, line, "boot" if m.group("what") == "boot" else
                                "shutdown", at, end, end_at, length,
@@ -355,6 +382,14 @@ def _time_problem(line: str) -> str:
     if re.search(rf"{_WORD} {_WORD} [ \d]\d \d\d:\d\d", line):
         return LOCALE
     return NO_TIME
+
+
+def _plus(at: datetime, length: timedelta | None) -> datetime:
+    """`at` + `length` (last's printed length), or `at` when that is not a date."""
+    try:
+        return at + (length or timedelta(0))
+    except OverflowError:
+        return at
 
 
 def _emit(records: list[_Record], host: str, result: HostEventsResult) -> None:
@@ -372,13 +407,13 @@ def _emit(records: list[_Record], host: str, result: HostEventsResult) -> None:
         newer = next_boot[id(rec)]
         crashed = rec.end == "crash" or (newer is not None and (
             rec.end == "still running"
-            or (rec.end_at is not None and rec.end_at > newer.at + timedelta(minutes=1))))
+            or (rec.end_at is not None and rec.end_at - newer.at > _MINUTE)))
         end_at = None if crashed or rec.end == "still running" else rec.end_at
         events.append((rec.line_no, order, host_event(
             host, rec.at, "boot", end_at=end_at, reason="soft-reboot" if rec.soft else "",
             line_no=rec.line_no, message=message)))
         if crashed:
-            crash_at = newer.at if newer is not None else rec.at + (rec.length or timedelta(0))
+            crash_at = newer.at if newer is not None else _plus(rec.at, rec.length)
             events.append((rec.line_no, order, host_event(
                 host, crash_at, "crash", reason=CRASH_REASON, line_no=rec.line_no,
                 message=message)))
