@@ -165,9 +165,9 @@ def _journal(lines: list[str], host: str, tz: tzinfo, result: HostEventsResult) 
             continue
         first = _journal_time(m.group("first"), tz)
         last = _journal_time(m.group("last"), tz)
-        problem = next((t for t in (first, last) if isinstance(t, str)), None)
-        if problem is not None or isinstance(first, str) or isinstance(last, str):
-            result.unparsed.append((line_no, line, problem or NOT_LIST_BOOTS))
+        if isinstance(first, str) or isinstance(last, str):
+            result.unparsed.append((line_no, line, first if isinstance(first, str) else
+                                    str(last)))
             continue
         if last < first:
             result.unparsed.append((line_no, line, LAST_BEFORE_FIRST))
