@@ -68,9 +68,12 @@ _ISO_STAMP_RE = re.compile(
 )
 # short `Dec 01 23:46:03`, thread_id `Dec 01 23:46:03.123456 ...`, clock `123456`.
 _NO_YEAR_STAMP_RE = re.compile(r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\b.*|\d+)$", re.ASCII)
-# log.c prefixes: "error: ", "fatal: ", "debug: "..."debug5: ", "verbose: "? (info and verbose
-# have none), and sched_log's "sched: ".
-_LEVEL_RE = re.compile(r"^(?:error|fatal|debug\d?|sched|warning): ", re.ASCII)
+# log.c _log_msg (slurm-22-05-8-1 :1211-1253): "fatal: ", "error: ", "debug:  " (two spaces),
+# "debug2: ".."debug5: ", "internal error: " (info and verbose have none), then "sched: " on
+# the scheduler's lines.
+_LEVEL_RE = re.compile(
+    r"^(?:(?:fatal|error|internal error|debug\d?):  ?)?(?:sched: )?", re.ASCII
+)
 _FUNC = r"(?:\w{1,64}: )?"
 _NODE = r"(?P<node>[^\s,]{1,256})"
 _NODES = r"(?P<nodes>[^\s]{1,4096})"
@@ -96,7 +99,7 @@ _LOOSE_RE = re.compile(
 )
 
 UNEXPECTED_REBOOT = "Node unexpectedly rebooted"  # node_mgr.c:3087 (22.05), the node's reason
-NOT_RESPONDING = "Not responding"  # ping_nodes.c: set_node_down(..., "Not responding")
+NOT_RESPONDING = "Not responding"  # ping_nodes.c:290 (22.05) set_node_down_ptr(node_ptr, ...)
 HALF_WRITTEN = "half-written line"
 UNEXPECTED_FORM = "unexpected form of a node message"
 NO_YEAR = "no year in the time stamp: set LogTimeFormat=iso8601_ms or rfc5424_ms"
