@@ -186,7 +186,10 @@ def ingest(
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
                                       "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
                                       "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
-                                      "maintenance, inventory, cabling, ethtool-module "
+                                      "maintenance, inventory, cabling, slurm-events "
+                                      "(sacctmgr show event -P), slurmctld (slurmctld.log), "
+                                      "boots (journalctl --list-boots or last -x; --host), "
+                                      "ethtool-module "
                                       "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
                                       "(a switch's per-port transceiver diagnostics)")] = "auto",
     at: AtOpt = None,
@@ -195,7 +198,8 @@ def ingest(
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
     host: Annotated[str | None, typer.Option(
-        "--host", help="dmesg and transceiver diagnostics: the host (or switch) it came from")
+        "--host", help="dmesg, boots and transceiver diagnostics: the host (or switch) it "
+        "came from")
     ] = None,
     port: Annotated[str | None, typer.Option(
         "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
@@ -247,7 +251,8 @@ def ingest(
             from auditor.ingest.jobs import JobOptions, ingest_job_files
 
             results += ingest_job_files(store, plan.job_files, plan.job_kind,
-                                        JobOptions(tz=opts.tz, job=job, year=opts.year))
+                                        JobOptions(tz=opts.tz, job=job, year=opts.year,
+                                                   host=host))
         if plan.optics:
             from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 

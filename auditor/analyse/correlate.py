@@ -522,18 +522,23 @@ _HOW = {
 def _fault_window(view: _JobView, death: DeathTime, start: datetime, end: datetime
                   ) -> tuple[datetime, datetime, str]:
     """When the fault that killed the job began, as an interval, and where that comes from:
-    the first network error less the death time, else a watchdog timeout, else sacct."""
+    the first network error less the death time (a port-error async event is printed when the
+    port goes down, not when NCCL gives up: it is the fault's own moment), else a watchdog
+    timeout, else sacct."""
     net = [e for e in view.errors if e["network"]]
     lo_d, hi_d = timedelta(seconds=min(death.lo, 1e6)), timedelta(seconds=min(death.hi, 1e6))
     if net:
         spans = [_interval(e, start, end) for e in net]
-        # The first error lies before every error's upper bound and after the lowest lower one.
-        first_lo = min(sp[0] for sp in spans)
-        first_hi = min(sp[1] for sp in spans)
+        # The fault lies before every error's upper bound and after the lowest lower one.
+        now = [e["kind"] == "async_event" for e in net]
+        first_lo = min(sp[0] - (timedelta(0) if at_once else hi_d)
+                       for sp, at_once in zip(spans, now, strict=True))
+        first_hi = min(sp[1] - (timedelta(0) if at_once else lo_d)
+                       for sp, at_once in zip(spans, now, strict=True))
         how = _HOW.get(frozenset(sp[2] for sp in spans),
                        "its NCCL errors: stamped, and untimed ones bounded by the stamped "
                        "lines around them or by sacct Start")
-        return max(start, first_lo - hi_d), max(start, first_hi - lo_d), how
+        return max(start, min(first_lo, first_hi)), max(start, first_hi), how
     hung = [e for e in view.errors if e["kind"] == "watchdog_timeout" and e["ran_ms"]
             and e["event_at"] is not None]
     if hung:
@@ -916,6 +921,11 @@ def _blame_host(fj: _FailedJob, suspects: list[tuple[datetime, LinkKey, Flap]],
     around = sorted((ev for h in sorted(set(fj.hosts)) for ev in host_events_of.get(h, [])
                      if lo <= ev.at <= hi),
                     key=lambda ev: (ev.host != fj.endpoint, ev.at))
+    if around and around[0].host == fj.endpoint:
+        # Its peers on several rails lost this one host, which said nothing itself: no cable
+        # fault looks like that (007's common element), whatever else flapped in its window.
+        return around[0], (f"its peers on several rails lost host {fj.endpoint}, which went "
+                           f"away then ({_why(around[0])})")
     if first is not None:
         # A link of the job died that no host event explains: the network's, unless one of its
         # hosts had already gone.
@@ -1013,6 +1023,8 @@ def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
             if link in named_links and f.counted_from <= hi + skew and f.down_at >= lo - skew:
                 out.append((max(f.counted_from, lo), link, f))
             continue
+        if f.up_at is not None and f.up_at <= start:
+            continue  # over before the job began (a host's reboot hours earlier)
         began = max(f.down_at, start)
         if not max(lo - skew, hi - cfg.before) <= began <= hi + skew:
             continue

@@ -20,14 +20,13 @@ ingested is in `host_records_ingested`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from auditor.analyse.correlate import gather
 from auditor.analyse.rank import as_json, rank
@@ -128,11 +127,7 @@ def load_host_records(store: Store, folder: Path, now: datetime) -> list[str]:
         for group in ([p] for p in paths) if per_host else [paths]:
             host = group[0].stem if per_host else None
             if where == "jobs":
-                opts = JobOptions()
-                if host is not None and "host" in {f.name for f in dataclasses.fields(opts)}:
-                    # the field the ingest adds with the kind; typed loosely until it has it
-                    opts = dataclasses.replace(cast(Any, opts), host=host)
-                ingest_job_files(store, group, kind, opts, now=now)
+                ingest_job_files(store, group, kind, JobOptions(host=host), now=now)
             else:
                 ingest_logs(store, group, kind, LogOptions(host=host), now=now)
         done.append(kind)
