@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from auditor.errors import AuditorError
 
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_SPAN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", re.ASCII)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -22,7 +22,7 @@ def parse_instant(text: str, option: str = "--at") -> datetime:
 
 
 def parse_span(text: str, option: str = "--since") -> timedelta:
-    match = _SPAN.match(text)
+    match = _SPAN.fullmatch(text)
     if not match:
         raise AuditorError(f"{option} {text!r}: expected a span such as 30m, 24h or 7d")
     return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])

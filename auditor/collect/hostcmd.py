@@ -37,8 +37,9 @@ HostStatus = Literal["ok", "partial", "no_hca", "timeout", "auth_failed", "host_
 DEFAULT_SYSFS_ROOT = "/sys/class/infiniband"
 NOT_INSTALLED = 127  # what a POSIX shell exits with for "command not found"
 # The root is pasted into an `sh -c` string, so it may hold only characters no shell treats
-# specially (no spaces, quotes, $, `, ;, |, &, globs, ~) and must be absolute.
-_ROOT_RE = re.compile(r"^(?:/[A-Za-z0-9_.+-]+)+$", re.ASCII)
+# specially (no spaces, quotes, $, `, ;, |, &, globs, ~, newlines) and must be absolute. Every
+# pattern here is used with fullmatch: `$` with match() would let a trailing newline through.
+_ROOT_RE = re.compile(r"(?:/[A-Za-z0-9_.+-]+)+", re.ASCII)
 
 IBSTAT: tuple[str, ...] = ("ibstat",)
 # LC_ALL=C: dmesg -T formats its stamp with strftime, so another locale prints month names the
@@ -55,7 +56,7 @@ def check_sysfs_root(root: str) -> str:
     """The root without a trailing '/', if it is a safe absolute path; else ConfigError."""
     trimmed = root.rstrip("/")
     parts = trimmed.split("/")[1:]
-    if _ROOT_RE.match(trimmed) is None or any(p in (".", "..") for p in parts):
+    if _ROOT_RE.fullmatch(trimmed) is None or any(p in (".", "..") for p in parts):
         raise ConfigError(f"hosts.sysfs_root: {root!r} must be an absolute path of letters, "
                           "digits and _ . + - only")
     return trimmed
@@ -100,8 +101,8 @@ def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
 # from names the host's own sysfs listed, checked against these patterns first: an RDMA device
 # name (mlx5_0, hfi1_0, ibp65s0) and a netdev name (IFNAMSIZ: at most 15 characters), neither
 # starting with "-", so nothing from a host can become a flag, a path or a second command.
-_RDMA_DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$", re.ASCII)
-_NETDEV = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$", re.ASCII)
+_RDMA_DEVICE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}", re.ASCII)
+_NETDEV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}", re.ASCII)
 OPTICS_LIST = "optics-list"  # the result name of `ls -1 <sysfs root>`
 OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
 
@@ -109,14 +110,14 @@ OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
 def mlxlink_command(device: str) -> tuple[str, ...]:
     """`mlxlink -d <dev> -m`: the module section only. mlxlink can also toggle a port, change its
     speed or FEC and clear counters; none of those flags is ever built or accepted here."""
-    if not _RDMA_DEVICE.match(device):
+    if not _RDMA_DEVICE.fullmatch(device):
         raise CollectError(f"{device[:40]!r}: not an RDMA device name")
     return ("mlxlink", "-d", device, "-m")
 
 
 def ethtool_command(netdev: str) -> tuple[str, ...]:
     """`ethtool -m <if>`: reads the module EEPROM (ethtool -E would write it; never built)."""
-    if not _NETDEV.match(netdev):
+    if not _NETDEV.fullmatch(netdev):
         raise CollectError(f"{netdev[:40]!r}: not a network interface name")
     return ("ethtool", "-m", netdev)
 
@@ -130,7 +131,7 @@ def _listable(path: str, root: str) -> bool:
     if path == root:
         return True
     prefix, _, device = path.removesuffix("/device/net").rpartition("/")
-    return path.endswith("/device/net") and prefix == root and bool(_RDMA_DEVICE.match(device))
+    return path.endswith("/device/net") and prefix == root and bool(_RDMA_DEVICE.fullmatch(device))
 
 
 def _optics_command(args: tuple[str, ...], root: str) -> bool:
@@ -144,11 +145,11 @@ def _optics_command(args: tuple[str, ...], root: str) -> bool:
             return False
     if len(args) == 4:
         return args[:2] == ("mlxlink", "-d") and args[3] == "-m" \
-            and bool(_RDMA_DEVICE.match(args[2]))
+            and bool(_RDMA_DEVICE.fullmatch(args[2]))
     if len(args) != 3:
         return False
     if args[:2] == ("ethtool", "-m"):
-        return bool(_NETDEV.match(args[2]))
+        return bool(_NETDEV.fullmatch(args[2]))
     return args[:2] == ("ls", "-1") and _listable(args[2], root)
 
 
@@ -338,7 +339,7 @@ def _names(listing: CommandResult | None, pattern: re.Pattern[str]) -> list[str]
     """The entries of an `ls -1` that are plain names of the expected kind (others ignored)."""
     if listing is None or listing.exit_code != 0:
         return []
-    return [n for n in listing.stdout.split() if pattern.match(n)][:OPTICS_MAX]
+    return [n for n in listing.stdout.split() if pattern.fullmatch(n)][:OPTICS_MAX]
 
 
 def _read_optics(cmds: _Commands, root: str, targets: dict[str, OpticsTarget]) -> None:
