@@ -428,10 +428,9 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="end of the window
 
 
 def _window(since: str, until: str | None) -> tuple[datetime, datetime]:
-    from auditor.timeparse import parse_instant, parse_span
+    from auditor.timeparse import parse_window
 
-    end = parse_instant(until, "--until") if until else datetime.now(UTC)
-    return end - parse_span(since), end
+    return parse_window(since, until)
 
 
 @app.command()
