@@ -6,7 +6,9 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 from __future__ import annotations
 
 import copy
+import errno
 import marshal
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -244,6 +246,27 @@ def _share_strings(tables: tuple[list[tuple[Any, ...]], ...]) -> list[list[tuple
     seen: dict[str, str] = {}
     return [[tuple(seen.setdefault(v, v) if isinstance(v, str) else v for v in row)
              for row in rows] for rows in tables]
+
+
+_ERRNO = re.compile(r'"errno"\s*:\s*"?(\d{1,4})')
+
+
+@contextmanager
+def _file_errors() -> Iterator[None]:
+    """DuckDB's IOException of a file it writes as an OSError carrying the system's reason
+    (`IO Error: Cannot open file "/x/y": Operation not permitted` -> "Operation not
+    permitted"), so the caller reports it as any other write error (issue #21)."""
+    try:
+        yield
+    except duckdb.IOException as exc:
+        text = str(exc).strip()
+        # DuckDB 1.x-2.0 puts errno in a JSON tail when it has one ("Async write failed ...:
+        # {...,"errno":"28"}" for a full disk), else ends the message with strerror.
+        code = _ERRNO.search(text)
+        if code is not None:
+            raise OSError(int(code[1]), os.strerror(int(code[1]))) from None
+        last = text.splitlines()[0].rpartition(": ")[2] if text else ""
+        raise OSError(errno.EIO, last or "I/O error") from None
 
 
 class Store:
@@ -794,13 +817,16 @@ class Store:
 
     def export_day(self, table: str, day: datetime, path: Path) -> None:
         """Write the rows of `table` (nodes, links, port_events, counters, jobs) of the UTC day
-        starting at `day` as one Parquet file at `path` (queries/export_<table>.sql)."""
-        self.run(_EXPORTED[table], day=utc_naive(day), path=str(path))
+        starting at `day` as one Parquet file at `path` (queries/export_<table>.sql). A file
+        that cannot be written is an OSError whose strerror is the system's reason."""
+        with _file_errors():
+            self.run(_EXPORTED[table], day=utc_naive(day), path=str(path))
 
     def export_rows(self, table: str, columns: dict[str, list[Any]], path: Path) -> None:
         """Write rows the analysis made (flaps, suspects), given as columns, as one Parquet file
-        at `path` (queries/export_<table>.sql names and types the columns)."""
-        self.run(_EXPORTED[table], path=str(path), **columns)
+        at `path` (queries/export_<table>.sql names and types the columns); OSError as above."""
+        with _file_errors():
+            self.run(_EXPORTED[table], path=str(path), **columns)
 
     @staticmethod
     def read_exports(query: str, files: Sequence[Path], **params: Any) -> list[dict[str, Any]]:

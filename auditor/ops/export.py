@@ -18,6 +18,7 @@ files (the README has the table DDL).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -139,13 +140,17 @@ def _outcome_columns(judged: Outcomes | None) -> dict[str, list[Any]]:
 
 
 def _write(final: Path, write: Callable[[Path], None]) -> None:
-    """Call `write(tmp_path)`, then move the file into its partition in one rename."""
+    """Call `write(tmp_path)`, then move the file into its partition in one rename. A folder
+    that cannot be written (read-only, immutable, full) is one line of error, and the
+    temporary file is removed: the partition keeps its old file whole, or has none."""
+    tmp = final.with_name(f".{PART}.{os.getpid()}.tmp")
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.with_name(f".{PART}.{os.getpid()}.tmp")
         write(tmp)
         tmp.replace(final)
     except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing there, or the folder refuses that too
+            tmp.unlink(missing_ok=True)
         raise AuditorError(f"export: cannot write {final}: {exc.strerror or exc}") from None
 
 
