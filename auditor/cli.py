@@ -913,12 +913,17 @@ def export_cmd(
         "name without .duckdb)")] = None,
     since: SinceOpt = "2d",
     until: UntilOpt = None,
+    takeover: Annotated[bool, typer.Option(
+        "--takeover", help="write the fabric's partitions although another database wrote "
+        "them: this database owns them from now on (its days replace theirs)")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
     events, counters, jobs, flaps, each day's suspects and outcomes, partitioned by fabric and day
     (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
     rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
+    A fabric's partitions belong to the database that first wrote them (an owner record beside
+    them): another database exporting under the same name is refused unless --takeover.
 
     Example:
 
@@ -935,7 +940,9 @@ def export_cmd(
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
         done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases, settings.outcomes)
+                      settings.aliases, settings.outcomes, takeover)
+    for warning in done.warnings:
+        typer.echo(inert(f"warning: {warning}", None), err=True)
     rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
              "days": len(done.days), "files": done.files, "out": str(out)}]
     _out(render_rows(rows, fmt, title="export"))

@@ -813,6 +813,17 @@ class Store:
                         guids=[g for g, _, _ in wanted], ports=[p for _, p, _ in wanted],
                         counters=[c for _, _, c in wanted])
 
+    # -- identity (issue #21) ---------------------------------------------------------------
+
+    def identity(self) -> str:
+        """This database's id (a UUID written when it was created, migration 0013): export
+        records it with each fabric's partitions, so two databases never share one silently."""
+        rows = self.run("database_identity")
+        if not rows or not rows[0][0]:
+            raise AuditorError(f"{self.path}: the database has no identity (its "
+                               "database_identity table is empty)")
+        return str(rows[0][0])
+
     # -- export (issue #15) -----------------------------------------------------------------
 
     def export_day(self, table: str, day: datetime, path: Path) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from auditor.cli import app
 from auditor.demo import build_demo
@@ -30,7 +30,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def export(db: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str] | object:
+def export(db: Path, out: Path, *args: str) -> Result:
     return runner.invoke(app, ["--db", str(db), "export", "--out", str(out), "--since", "1h",
                                "--until", UNTIL, *args])
 
@@ -86,7 +86,7 @@ _FULL_DISK = """
 import json, subprocess, sys
 from pathlib import Path
 out = Path(sys.argv[1])
-subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(out)], check=True)
+subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(out)], check=True)
 done = subprocess.run([sys.executable, "-m", "auditor", *sys.argv[2:], "--out", str(out)],
                       capture_output=True, text=True)
 files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
@@ -98,7 +98,7 @@ print(json.dumps({"rc": done.returncode, "stderr": done.stderr, "files": files,
 
 
 def test_a_full_disk_is_one_line_and_leaves_no_partial_file(demo: Path, tmp_path: Path) -> None:
-    """A real ENOSPC: a 24 kB tmpfs mounted over the export folder in a user and mount
+    """A real ENOSPC: a 48 kB tmpfs mounted over the export folder in a user and mount
     namespace of its own (unshare), so nothing outside the test sees it."""
     if shutil.which("unshare") is None:
         pytest.skip("unshare is not installed")
@@ -106,7 +106,7 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(demo: Path, tmp_path
     out.mkdir()
     done = subprocess.run(
         ["unshare", "--user", "--map-root-user", "--mount", sys.executable, "-c", _FULL_DISK,
-         str(out), "--db", str(demo), "export", "--since", "1h", "--until", UNTIL],
+         str(out), "--db", str(demo), "export", "--since", "3d", "--until", UNTIL],
         capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0 and "mount" in done.stderr:
         pytest.skip(f"cannot mount a tmpfs in a namespace here: {done.stderr.strip()[-200:]}")
@@ -115,5 +115,128 @@ def test_a_full_disk_is_one_line_and_leaves_no_partial_file(demo: Path, tmp_path
     lines = got["stderr"].splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: export: cannot write "), lines
     assert lines[0].endswith(": No space left on device"), lines
-    assert got["files"], "some partitions fitted before the disk was full"
-    assert got["files"] == got["whole"], "every file left is a whole Parquet file, no .tmp"
+    parquet = [f for f in got["files"] if f.endswith(".parquet")]
+    assert parquet, "some partitions fitted before the disk was full"
+    assert parquet == got["whole"], "every Parquet file left is whole"
+    assert not [f for f in got["files"] if f.endswith(".tmp")], got["files"]
+
+
+# -- finding 2: every database has an identity, and export records it --------------------------
+
+
+@pytest.fixture(scope="module")
+def pods(tmp_path_factory: pytest.TempPathFactory, demo: Path) -> tuple[Path, Path]:
+    """Two pods' databases, both `auditor.duckdb` (the default name) in their own folders."""
+    root = tmp_path_factory.mktemp("pods")
+    dbs = []
+    for pod in ("pod1", "pod2"):
+        db = root / pod / "auditor.duckdb"
+        db.parent.mkdir()
+        build_demo(db)
+        dbs.append(db)
+    return dbs[0], dbs[1]
+
+
+def _owner(out: Path, table: str = "suspects", fabric: str = "auditor") -> str:
+    record = out / table / f"fabric={fabric}" / "_auditor_export.json"
+    data = json.loads(record.read_text())
+    assert set(data) == {"database_id", "host", "database"}
+    return str(data["database_id"])
+
+
+def _identity(db: Path) -> str:
+    from auditor.store import Store
+
+    with Store(db, read_only=True) as store:
+        return store.identity()
+
+
+def test_two_pods_exporting_into_one_folder_do_not_overwrite_each_other(
+        pods: tuple[Path, Path], tmp_path: Path) -> None:
+    pod1, pod2 = pods
+    assert _identity(pod1) != _identity(pod2)
+    out = tmp_path / "history"
+    first = export(pod1, out)
+    assert first.exit_code == 0, first.output
+    assert first.stderr == ""
+    assert {_owner(out, t) for t in TABLES} == {_identity(pod1)}
+    before = tree(out)
+    second = export(pod2, out)
+    assert second.exit_code == 2, second.output
+    assert second.stderr.count("\n") == 1
+    assert second.stderr.startswith("error: export: fabric 'auditor' in ")
+    assert f"written by another database ({_identity(pod1)}, " in second.stderr
+    assert str(pod1.resolve()) in second.stderr and "--takeover" in second.stderr
+    assert tree(out) == before, "nothing of pod1's was touched"
+    # Under a name of its own, pod2 exports beside pod1.
+    own = export(pod2, out, "--fabric", "pod2")
+    assert own.exit_code == 0, own.output
+    assert _owner(out, fabric="pod2") == _identity(pod2)
+    assert {k: v for k, v in tree(out).items() if "fabric=auditor" in k} == before
+
+
+def test_a_re_export_from_the_same_database_still_works(pods: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    out = tmp_path / "history"
+    for _ in range(2):
+        again = export(pods[0], out)
+        assert again.exit_code == 0, again.output
+        assert again.stderr == ""
+    assert _owner(out) == _identity(pods[0])
+
+
+def test_takeover_replaces_the_other_databases_partitions(pods: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    pod1, pod2 = pods
+    out = tmp_path / "history"
+    assert export(pod1, out).exit_code == 0
+    part = out / "nodes" / "fabric=auditor" / f"day={DAY}" / "part-0.parquet"
+    inode = part.stat().st_ino
+    taken = export(pod2, out, "--takeover")
+    assert taken.exit_code == 0, taken.output
+    assert {_owner(out, t) for t in TABLES} == {_identity(pod2)}
+    assert part.stat().st_ino != inode, "the day's partition was written again"
+    assert export(pod1, out).exit_code == 2, "now pod1 is the other database"
+
+
+def test_foreign_or_missing_owner_records(pods: tuple[Path, Path], tmp_path: Path) -> None:
+    pod1 = pods[0]
+    out = tmp_path / "history"
+    assert export(pod1, out).exit_code == 0
+    # Partitions an auditor wrote before owner records existed: claimed, with a warning.
+    for record in out.rglob("_auditor_export.json"):
+        record.unlink()
+    legacy = export(pod1, out)
+    assert legacy.exit_code == 0, legacy.output
+    assert legacy.stderr.count("warning: ") == len(TABLES)
+    assert "partitions without an owner record" in legacy.stderr
+    assert _owner(out) == _identity(pod1)
+    # A record that is not ours (garbage, huge, not a UUID): refused unless --takeover.
+    record = out / "links" / "fabric=auditor" / "_auditor_export.json"
+    for junk in (b"\xff\xfe not json", b"{}" + b" " * 70000, b'{"database_id": "../x"}'):
+        record.write_bytes(junk)
+        refused = export(pod1, out)
+        assert refused.exit_code == 2, refused.output
+        assert "is not an owner record auditor wrote" in refused.stderr
+    assert export(pod1, out, "--takeover").exit_code == 0
+    assert _owner(out, "links") == _identity(pod1)
+
+
+def test_an_older_database_gets_an_identity_when_it_is_migrated(tmp_path: Path) -> None:
+    import duckdb
+
+    from auditor import sql
+    from auditor.store import Store
+
+    ids = []
+    for name in ("old1.duckdb", "old2.duckdb"):
+        path = tmp_path / name
+        con = duckdb.connect(str(path))
+        for version, step in [(1, "schema"), *((v, n) for v, n in sql.migrations() if v <= 11)]:
+            con.execute(sql.load(step))
+            con.execute("insert into schema_version values (?, now())", [version])
+        con.close()
+        ids.append(_identity(path))  # a read-only command migrates it once
+        with Store(path) as store:
+            assert store.identity() == ids[-1], "given once, kept"
+    assert ids[0] != ids[1]

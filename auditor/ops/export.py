@@ -11,6 +11,13 @@ day's end). Every partition of the days asked for is written whole from the data
 name and renamed, so an export can be repeated (same database, same bytes), a reader never sees
 half a file, and a nightly run re-exporting the last two days picks up late evidence.
 
+Each `<out>/<table>/fabric=<fabric>/` folder holds an owner record, `_auditor_export.json`,
+naming the database that writes its partitions (its identity, migration 0013; readers of the
+Hive layout skip files whose names start with `_`). Export refuses to write into a fabric's
+folders that another database owns, unless told to take them over: the default fabric name
+is the database file's name, and two pods' `auditor.duckdb` would otherwise replace each
+other's days without a word.
+
 `fleet` reads the suspects (and flap counts) of several exports, of one or many fabrics, in an
 in-memory DuckDB: one table for the whole site. DuckDB, Spark, Trino and pyarrow read the same
 files (the README has the table DDL).
@@ -19,15 +26,18 @@ files (the README has the table DDL).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from auditor import safe_text
 from auditor.analyse import flaps as flaps_mod
 from auditor.analyse.correlate import gather
 from auditor.analyse.outcomes import Outcomes, episode_json, judge
@@ -44,11 +54,109 @@ PART = "part-0.parquet"
 _FABRIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+OWNER = "_auditor_export.json"
+_OWNER_MAX = 64 * 1024  # an owner record is ~300 bytes; a bigger file is not one of ours
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII)
+
+
 @dataclass(frozen=True)
 class Exported:
     fabric: str
     days: list[str]
     files: int
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """What a fabric folder's owner record says: the database id (None: no record, or one
+    that cannot be read, `problem` says why) and where that database was."""
+
+    database_id: str | None
+    where: str = ""
+    problem: str = ""
+
+
+def _read_owner(record: Path) -> _Owner | None:
+    """The owner record of a fabric folder; None when there is none."""
+    try:
+        with record.open("rb") as f:
+            raw = f.read(_OWNER_MAX + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _Owner(None, problem=f"cannot read {record}: {exc.strerror or exc}")
+    try:
+        data = json.loads(raw.decode("utf-8")) if len(raw) <= _OWNER_MAX else None
+    except (UnicodeDecodeError, ValueError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("database_id"), str) \
+            or not _UUID.fullmatch(data["database_id"]):
+        return _Owner(None, problem=f"{record} is not an owner record auditor wrote")
+    host, path = data.get("host"), data.get("database")
+    where = f"{host}:{path}" if isinstance(host, str) and isinstance(path, str) else ""
+    return _Owner(data["database_id"], safe_text.inert(where, 200))
+
+
+def _owner_text(database_id: str, db: Path) -> str:
+    return safe_text.json_text({"database_id": database_id, "host": socket.gethostname(),
+                                "database": str(db.resolve())}, indent=1) + "\n"
+
+
+def _write_owner(record: Path, text: str, *, replace: bool) -> bool:
+    """Write an owner record; a new one only if there is none yet (a link, which fails when
+    another export claimed the folder meanwhile: False then), a replaced one in one rename."""
+    tmp = record.with_name(f".{OWNER}.{os.getpid()}.tmp")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        if replace:
+            tmp.replace(record)
+            return True
+        try:
+            os.link(tmp, record)
+        except FileExistsError:
+            return False
+        return True
+    except OSError as exc:
+        raise AuditorError(f"export: cannot write {record}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def claim(out: Path, fabric: str, database_id: str, db: Path, takeover: bool = False
+          ) -> list[str]:
+    """Make this database the owner of `fabric`'s folders in `out` (one per table), or refuse
+    with one line when another database owns one of them, before anything is written.
+    `takeover`: replace the other database's record (its partitions of the days exported are
+    replaced, the others kept). Returns warnings (folders from before owner records)."""
+    warnings: list[str] = []
+    claims: list[tuple[Path, bool]] = []  # (record, replace an existing one)
+    for table in TABLES:
+        folder = out / table / f"fabric={fabric}"
+        record = folder / OWNER
+        owner = _read_owner(record)
+        if owner is not None and owner.database_id == database_id:
+            continue
+        if owner is not None and not takeover:
+            whose = owner.problem or (f"written by another database ({owner.database_id}"
+                                      + (f", {owner.where}" if owner.where else "") + ")")
+            raise AuditorError(
+                f"export: fabric {fabric!r} in {out}: {whose}; export this database under a "
+                "--fabric name of its own, or give --takeover to replace that fabric's "
+                "partitions")
+        if owner is None and folder.is_dir() and any(folder.glob("day=*")):
+            warnings.append(f"{folder}: partitions without an owner record (written before "
+                            "auditor recorded one); this database owns them from now on")
+        claims.append((record, owner is not None))
+    text = _owner_text(database_id, db)
+    for record, replace in claims:
+        if not _write_owner(record, text, replace=replace) \
+                and (_read_owner(record) or _Owner(None)).database_id != database_id:
+            raise AuditorError(f"export: fabric {fabric!r} in {out}: another database claimed "
+                               f"{record.parent} meanwhile; nothing was exported")
+    return warnings
 
 
 def check_fabric(name: str) -> str:
@@ -156,10 +264,12 @@ def _write(final: Path, write: Callable[[Path], None]) -> None:
 
 def export(store: Store, out: Path, fabric: str, since: datetime, until: datetime,
            cfg: RankingSettings | None = None, aliases: dict[str, str] | None = None,
-           outcomes: OutcomesSettings | None = None) -> Exported:
-    """Write every table's partitions of the days [since, until] touches (see the module)."""
+           outcomes: OutcomesSettings | None = None, takeover: bool = False) -> Exported:
+    """Write every table's partitions of the days [since, until] touches (see the module),
+    once this database owns the fabric's folders (`claim`)."""
     check_fabric(fabric)
     days = days_between(since, until)
+    warnings = claim(out, fabric, store.identity(), store.path, takeover)
     names = store.node_names()
     files = 0
     for day in days:
@@ -181,7 +291,7 @@ def export(store: Store, out: Path, fabric: str, since: datetime, until: datetim
         _write(_partition(out, "outcomes", fabric, day),
                partial(store.export_rows, "outcomes", _outcome_columns(judged)))
         files += 3
-    return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files)
+    return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files, warnings)
 
 
 def _day_suspects(store: Store, day: datetime, end: datetime, cfg: RankingSettings | None,
