@@ -961,7 +961,9 @@ def fleet_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """The suspects of several fabrics in one table, from their exports: each fabric's flaps
-    and suspects per day of the window, best first within each fabric and day.
+    and suspects per day of the window, best first within each fabric and day. Anything in
+    the folders that export did not write (a corrupt file, a folder that is not a fabric or a
+    day) is a warning on stderr and skipped; the rest is read.
 
     Example:
 
@@ -974,6 +976,8 @@ def fleet_cmd(
     _check_format(fmt)
     start, end = _window(since, until)
     data = fleet(exports, start, end)
+    for warning in data["warnings"]:
+        typer.echo(inert(f"warning: fleet: {warning}", None), err=True)
     if fmt == "json":
         _out(to_json(data))
         return

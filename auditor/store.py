@@ -248,6 +248,14 @@ def _share_strings(tables: tuple[list[tuple[Any, ...]], ...]) -> list[list[tuple
              for row in rows] for rows in tables]
 
 
+def literal_path(path: Path) -> str:
+    """`path` as DuckDB's file readers take it literally: they expand `*`, `?` and `[...]` as
+    a glob anywhere in a path (a folder `d[1]` reads `d1`, `fabric=*` every fabric), and take
+    a one-character class as that character (checked on DuckDB 2.0.1:
+    tests/test_export_hostile.py). Hive partitioning is switched off by each query."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in str(path))
+
+
 _ERRNO = re.compile(r'"errno"\s*:\s*"?(\d{1,4})')
 
 
@@ -840,16 +848,28 @@ class Store:
             self.run(_EXPORTED[table], path=str(path), **columns)
 
     @staticmethod
-    def read_exports(query: str, files: Sequence[Path], **params: Any) -> list[dict[str, Any]]:
-        """Run queries/<query>.sql over Parquet files of exports (`$files`) in an in-memory
-        DuckDB: no database file is opened or created."""
-        con = duckdb.connect()
+    def read_export_files(query: str, files: Sequence[tuple[Path, dict[str, Any]]]
+                          ) -> list[list[dict[str, Any]] | str]:
+        """Run queries/<query>.sql over each Parquet file of an export (`$file`) with that
+        file's own parameters, in one in-memory DuckDB (no database file is opened). Per file,
+        its rows, or why it could not be read: a corrupt or foreign file is the caller's
+        warning, and the others are still read. The path is handed over literally
+        (`literal_path`), never as a glob."""
+        con = duckdb.connect(config=_CONNECT_CONFIG)
+        out: list[list[dict[str, Any]] | str] = []
         try:
-            cur = con.execute(sql.load(query), {"files": [str(f) for f in files], **params})
-            cols = [d[0] for d in cur.description or []]
-            return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+            text = sql.load(query)
+            for path, params in files:
+                try:
+                    cur = con.execute(text, {**params, "file": literal_path(path)})
+                    cols = [d[0] for d in cur.description or []]
+                    out.append([dict(zip(cols, row, strict=True)) for row in cur.fetchall()])
+                except duckdb.Error as exc:
+                    lines = str(exc).strip().splitlines()
+                    out.append(lines[0][:300] if lines else type(exc).__name__)
         finally:
             con.close()
+        return out
 
     # -- switch-side collection ---------------------------------------------------------------
 

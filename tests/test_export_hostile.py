@@ -240,3 +240,164 @@ def test_an_older_database_gets_an_identity_when_it_is_migrated(tmp_path: Path) 
         with Store(path) as store:
             assert store.identity() == ids[-1], "given once, kept"
     assert ids[0] != ids[1]
+
+
+# -- finding 3: fleet reads what export wrote, and copes with anything else --------------------
+
+
+@pytest.fixture(scope="module")
+def clean(demo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("clean") / "history"
+    assert export(demo, out).exit_code == 0
+    return out
+
+
+@pytest.fixture
+def history(clean: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "history"
+    shutil.copytree(clean, out)
+    return out
+
+
+def _no_nan(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"{constant} in JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def fleet(*roots: Path | str, since: str = "1h") -> tuple[dict[str, object], list[str]]:
+    result = runner.invoke(app, ["fleet", *map(str, roots), "--since", since, "--until", UNTIL,
+                                 "--format", "json"])
+    assert result.exit_code == 0, (result.output, result.exception)
+    data = _no_nan(result.stdout)
+    assert isinstance(data, dict)
+    warnings = result.stderr.splitlines()
+    assert all(w.startswith("warning: fleet: ") for w in warnings), warnings
+    assert data["warnings"] == [w.removeprefix("warning: fleet: ") for w in warnings]
+    return data, warnings
+
+
+@pytest.fixture(scope="module")
+def baseline(clean: Path) -> dict[str, object]:
+    data, warnings = fleet(clean)
+    assert warnings == []
+    fabrics = data["fabrics"]
+    assert fabrics == [{"fabric": "pod", "days": 1, "flaps": 6, "still_down": 6, "suspects": 4}]
+    return data
+
+
+def _parquet(target: Path, copy: str, src: Path | None = None) -> None:
+    """Write a foreign Parquet file with DuckDB: `copy` is a COPY statement to $target that
+    may read $src."""
+    import duckdb
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute(copy, {"target": str(target), **({"src": str(src)} if src else {})})
+    con.close()
+
+
+def _part(root: Path, table: str, fabric: str, day: str = DAY) -> Path:
+    return root / table / f"fabric={fabric}" / f"day={day}" / "part-0.parquet"
+
+
+@pytest.mark.parametrize("content", [b"", b"PAR1" + b"\0" * 64 + b"PAR1", b"not parquet\n",
+                                     "wrong schema"])
+@pytest.mark.parametrize("where", ["in the window", "years before it"])
+def test_an_unreadable_file_is_a_warning_and_the_rest_is_read(
+        history: Path, baseline: dict[str, object], content: bytes | str, where: str) -> None:
+    day = DAY if where == "in the window" else "2019-01-01"
+    paths = [_part(history, "suspects", "other", day), _part(history, "flaps", "other", day)]
+    for path in paths:
+        if content == "wrong schema":
+            _parquet(path, "copy (select 1 as x, 'y' as rank) to $target (format parquet)")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+    data, warnings = fleet(history)
+    if where == "years before it":
+        assert warnings == [], "a day outside the window is never opened"
+        assert data == baseline
+        return
+    assert [w.split(": ", 3)[2] for w in warnings] == [str(p) for p in paths]
+    assert all(": unreadable, skipped (" in w for w in warnings)
+    assert data["suspects"] == baseline["suspects"]
+    assert data["fabrics"] == baseline["fabrics"]
+
+
+@pytest.mark.parametrize("name", ["*", "=x", "a%2Fb", "pod?", "[p]od", "..", "-pod", "a b"])
+def test_a_folder_that_is_not_a_fabric_name_is_skipped(history: Path, name: str,
+                                                       baseline: dict[str, object]) -> None:
+    """`fabric=*` was a glob to DuckDB (every count doubled), `fabric=a%2Fb` was URL-decoded
+    to a/b (one fabric, two names), `fabric==x` stopped the read."""
+    for table in ("suspects", "flaps"):
+        folder = history / table / f"fabric={name}"
+        if name == "..":
+            folder = history / table / "fabric=.."
+        shutil.copytree(history / table / "fabric=pod", folder, dirs_exist_ok=True)
+    data, warnings = fleet(history)
+    assert data["suspects"] == baseline["suspects"]
+    assert data["fabrics"] == baseline["fabrics"]
+    assert len(warnings) == 2 and all("not a fabric partition" in w for w in warnings)
+
+
+@pytest.mark.parametrize("name", ["day=2026-11-31", "day=2026-1130", "day=\u0662026-11-30",
+                                  "day=2026-11-30x", "part-0.parquet"])
+def test_a_folder_that_is_not_a_day_is_skipped(history: Path, name: str,
+                                               baseline: dict[str, object]) -> None:
+    shutil.copytree(history / "suspects" / "fabric=pod" / f"day={DAY}",
+                    history / "suspects" / "fabric=pod" / name)
+    data, warnings = fleet(history)
+    assert data["suspects"] == baseline["suspects"]
+    assert len(warnings) == 1 and "not a day partition (day=YYYY-MM-DD)" in warnings[0]
+
+
+def test_a_time_in_year_10000_or_a_nan_score(history: Path,
+                                             baseline: dict[str, object]) -> None:
+    ours = _part(history, "suspects", "pod")
+    _parquet(_part(history, "suspects", "far"),
+             "copy (select * replace (timestamp '10000-01-01' as first_at) from "
+             "read_parquet($src)) to $target (format parquet)", ours)
+    _parquet(_part(history, "suspects", "nan"),
+             "copy (select * replace (cast('nan' as double) as score, cast('inf' as double) "
+             "as downtime_s) from read_parquet($src)) to $target (format parquet)", ours)
+    data, warnings = fleet(history)
+    assert len(warnings) == 1
+    assert str(_part(history, "suspects", "far")) in warnings[0]
+    assert "a time outside the years auditor reads" in warnings[0]
+    suspects = data["suspects"]
+    assert isinstance(suspects, list)
+    nan = [s for s in suspects if s["fabric"] == "nan"]
+    assert len(nan) == 4 and all(s["score"] is None and s["downtime_s"] is None for s in nan)
+    assert [s for s in suspects if s["fabric"] == "pod"] == baseline["suspects"]
+    table = runner.invoke(app, ["fleet", str(history), "--since", "1h", "--until", UNTIL])
+    assert table.exit_code == 0 and "nan" in table.stdout
+
+
+def test_the_same_folder_given_twice_counts_once(history: Path, tmp_path: Path,
+                                                 baseline: dict[str, object]) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(history)
+    data, warnings = fleet(history, history, f"{history}/../history", link)
+    assert (data, warnings) == (baseline, [])
+    # A copy of the same fabric's days in a second folder: read once, and said.
+    copy = tmp_path / "copy"
+    shutil.copytree(history, copy)
+    data, warnings = fleet(history, copy)
+    assert data["fabrics"] == baseline["fabrics"]
+    assert len(warnings) == 2 and all("is also in" in w for w in warnings)
+
+
+def test_paths_are_literal_never_globs(demo: Path, tmp_path: Path) -> None:
+    """Export folders whose names DuckDB would take as globs: `hist[1]` matches `hist1`."""
+    one, other = tmp_path / "hist[1]", tmp_path / "hist1"
+    assert export(demo, one, "--fabric", "mine").exit_code == 0
+    assert export(demo, other, "--fabric", "theirs").exit_code == 0
+    data, warnings = fleet(one)
+    assert warnings == []
+    assert [f["fabric"] for f in data["fabrics"]] == ["mine"]  # type: ignore[index]
+    star = tmp_path / "h*"
+    assert export(demo, star, "--fabric", "star").exit_code == 0
+    data, _ = fleet(star)
+    assert [f["fabric"] for f in data["fabrics"]] == ["star"]  # type: ignore[index]

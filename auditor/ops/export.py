@@ -32,7 +32,7 @@ import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from auditor.analyse.rank import as_json, rank
 from auditor.config import OutcomesSettings, RankingSettings
 from auditor.errors import AuditorError
 from auditor.store import Store, utc_naive
+from auditor.timeparse import EARLIEST, LATEST
 
 STORED = ("nodes", "links", "port_events", "counters", "jobs")
 ANALYSED = ("flaps", "suspects", "outcomes")
@@ -302,26 +303,118 @@ def _day_suspects(store: Store, day: datetime, end: datetime, cfg: RankingSettin
     return list(as_json(ev, rank(ev, cfg), None)["suspects"])
 
 
-def _files(exports: Sequence[Path], table: str) -> list[Path]:
-    found: list[Path] = []
-    for root in exports:
+_DAY_RE = re.compile(r"day=(\d{4}-\d{2}-\d{2})", re.ASCII)
+
+
+@dataclass(frozen=True)
+class _Partition:
+    fabric: str
+    day: str
+    path: Path
+
+
+def _roots(exports: Sequence[Path]) -> list[Path]:
+    """The export folders, each once after resolving (a folder given twice, or by two paths,
+    would count every flap and suspect twice)."""
+    roots: list[Path] = []
+    for given in exports:
+        root = given.resolve()
         if not root.is_dir():
-            raise AuditorError(f"{root}: not an export folder (auditor export --out ...)")
-        found += sorted(root.glob(f"{table}/fabric=*/day=*/{PART}"))
+            raise AuditorError(f"{given}: not an export folder (auditor export --out ...)")
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def _day(name: str) -> str | None:
+    m = _DAY_RE.fullmatch(name)
+    if m is None:
+        return None
+    try:
+        date.fromisoformat(m[1])
+    except ValueError:  # day=2026-13-45
+        return None
+    return m[1]
+
+
+def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
+                warnings: list[str]) -> list[_Partition]:
+    """Every `<root>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet` of the days
+    [first, last], found by listing folders (never a glob): a folder whose name is not a
+    fabric name as --fabric takes it, or not a day, is skipped with a warning; a day outside
+    the window is not opened; a fabric's day found twice (two exports holding it, a symlink)
+    is read once."""
+    found: list[_Partition] = []
+    seen: dict[tuple[str, str], Path] = {}
+    files: set[Path] = set()
+    for root in roots:
+        base = root / table
+        if not base.is_dir():
+            continue
+        for folder in sorted(base.iterdir()):
+            if folder.name.startswith(("_", ".")):
+                continue  # owner records, temporary files: ours, not partitions
+            fabric = folder.name.removeprefix("fabric=")
+            if folder.name == fabric or not _FABRIC_RE.fullmatch(fabric) \
+                    or fabric in (".", "..") or not folder.is_dir():
+                warnings.append(f"{folder}: not a fabric partition (fabric=<name>, the name "
+                                "as --fabric takes it); skipped")
+                continue
+            for day_folder in sorted(folder.iterdir()):
+                if day_folder.name.startswith(("_", ".")):
+                    continue
+                day = _day(day_folder.name)
+                if day is None or not day_folder.is_dir():
+                    warnings.append(f"{day_folder}: not a day partition (day=YYYY-MM-DD); "
+                                    "skipped")
+                    continue
+                if not first <= day <= last:
+                    continue  # never opened
+                path = day_folder / PART
+                if not path.is_file():
+                    warnings.append(f"{path}: missing; day skipped")
+                    continue
+                real = path.resolve()
+                if real in files:
+                    continue
+                files.add(real)
+                if (fabric, day) in seen:
+                    warnings.append(f"{path}: fabric {fabric} day {day} is also in "
+                                    f"{seen[fabric, day]}; read from there only")
+                    continue
+                seen[fabric, day] = path
+                found.append(_Partition(fabric, day, path))
     return found
+
+
+def _read(query: str, parts: Sequence[_Partition], warnings: list[str], **params: Any
+          ) -> list[tuple[_Partition, list[dict[str, Any]]]]:
+    """Each partition's rows; an unreadable file (corrupt, empty, another shape, a time
+    outside the years auditor reads) is a warning naming it, and the others are read."""
+    results = Store.read_export_files(query, [
+        (p.path, {"fabric": p.fabric, "day": p.day, **params}) for p in parts])
+    out = []
+    for part, rows in zip(parts, results, strict=True):
+        if isinstance(rows, str):
+            warnings.append(f"{part.path}: unreadable, skipped ({rows})")
+            continue
+        out.append((part, rows))
+    return out
 
 
 def fleet(exports: Sequence[Path], since: datetime, until: datetime) -> dict[str, Any]:
     """The suspects and flap counts of every fabric in `exports` for the days [since, until]
-    touches: {"days": [...], "fabrics": [{fabric, days, flaps, suspects}], "suspects": [...]}."""
+    touches: {"days": [...], "fabrics": [{fabric, days, flaps, suspects}], "suspects": [...],
+    "warnings": [...]} (what in the folders was skipped, and why)."""
     days = days_between(since, until)
     first, last = f"{days[0]:%Y-%m-%d}", f"{days[-1]:%Y-%m-%d}"
-    suspect_files = _files(exports, "suspects")
-    flap_files = _files(exports, "flaps")
-    rows = (Store.read_exports("exports_suspects_read", suspect_files, first_day=first,
-                               last_day=last) if suspect_files else [])
-    counts = (Store.read_exports("exports_summary_read", flap_files, first_day=first,
-                                 last_day=last) if flap_files else [])
+    roots = _roots(exports)
+    warnings: list[str] = []
+    bounds = {"earliest": utc_naive(EARLIEST), "latest": utc_naive(LATEST)}
+    suspects = _read("exports_suspects_read",
+                     _partitions(roots, "suspects", first, last, warnings), warnings, **bounds)
+    counts = _read("exports_summary_read", _partitions(roots, "flaps", first, last, warnings),
+                   warnings)
     fabrics: dict[str, dict[str, Any]] = {}
 
     def of(name: str) -> dict[str, Any]:
@@ -329,17 +422,18 @@ def fleet(exports: Sequence[Path], since: datetime, until: datetime) -> dict[str
                                          "still_down": 0, "suspects": 0})
 
     # The days each fabric has exported in the window (a day without flaps is a day too).
-    for path in suspect_files:
-        name = path.parent.parent.name.removeprefix("fabric=")
-        if first <= path.parent.name.removeprefix("day=") <= last:
-            of(name)["days"] += 1
-    for c in counts:
-        of(c["fabric"])["flaps"] += c["flaps"]
-        of(c["fabric"])["still_down"] += c["still_down"]
+    rows: list[dict[str, Any]] = []
+    for part, found in suspects:
+        of(part.fabric)["days"] += 1
+        of(part.fabric)["suspects"] += len(found)
+        rows += found
+    for part, (count,) in counts:
+        of(part.fabric)["flaps"] += count["flaps"]
+        of(part.fabric)["still_down"] += count["still_down"]
+    rows.sort(key=lambda r: (r["fabric"], r["day"], r["rank"] is None, r["rank"] or 0))
     for r in rows:
-        of(r["fabric"])["suspects"] += 1
         for key in ("first_at", "last_at"):
             at = r[key]
             r[key] = at.isoformat() + "Z" if at else None  # as `suspects --format json` writes
     return {"days": [first, last], "fabrics": sorted(fabrics.values(), key=lambda f: f["fabric"]),
-            "suspects": rows}
+            "suspects": rows, "warnings": warnings}
