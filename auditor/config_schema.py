@@ -130,6 +130,10 @@ Positive = Annotated[float, Field(gt=0)]
 # that no setting makes a date computation leave the calendar.
 Days = Annotated[float, Field(gt=0, le=MAX_SPAN_DAYS)]
 Minutes = Annotated[float, Field(gt=0, le=MAX_SPAN_DAYS * 1440)]
+# What one command may cost a collector (auditor/collect/bounded.py): a day at most, and at
+# most 16 GiB (the bytes are held in memory).
+Seconds = Annotated[float, Field(gt=0, le=86400)]
+MiB = Annotated[float, Field(gt=0, le=16384)]
 Count = Annotated[int, Field(ge=1)]
 Name = Annotated[str, Field(min_length=1)]
 Speed = Annotated[str, AfterValidator(_ib_speed)]
@@ -158,7 +162,9 @@ class SweepTable(_Table):
     key_file: str | None = None
     password: Secret | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
     remote_dir: str | None = None
     env: dict[Annotated[str, AfterValidator(_env_name)], str] | None = None
     ibnetdiscover_args: list[str] | None = None
@@ -213,7 +219,9 @@ class SwitchSshTable(_Table):
     password: Secret | None = None
     key_file: str | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
 
 
 class SwitchTable(_Table):
@@ -241,7 +249,9 @@ class HostsTable(_Table):
     password: Secret | None = None
     key_file: str | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
     concurrency: Count | None = None
     kernel_log: Literal["dmesg", "journal", "none"] | None = None
     sysfs_root: str | None = None

@@ -8,7 +8,9 @@ that is checked to be an absolute path of plain characters first.
 
 Host keys are checked against known_hosts and never added (paramiko RejectPolicy): a host whose
 key is unknown or changed gets no password. One host's failure is a status in its HostCollection,
-never an exception, so collecting from many hosts always gives one result per host.
+never an exception, so collecting from many hosts always gives one result per host. A command
+that goes past `[hosts] max_output_mb` or `command_timeout_s` (auditor/collect/bounded.py) ends
+its host's session with the status `output_too_large` or `timeout`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Literal
 
 import paramiko
 
+from auditor.collect.bounded import BoundExceededError, CommandTimeoutError, Limits, read_channel
 from auditor.collect.commands import check
 from auditor.collect.runner import CommandResult
 from auditor.config import HostSettings
@@ -31,8 +34,8 @@ from auditor.errors import AuditorError, CollectError, ConfigError
 
 log = logging.getLogger(__name__)
 
-HostStatus = Literal["ok", "partial", "no_hca", "timeout", "auth_failed", "host_key_mismatch",
-                     "parse_failed", "error"]
+HostStatus = Literal["ok", "partial", "no_hca", "timeout", "output_too_large", "auth_failed",
+                     "host_key_mismatch", "parse_failed", "error"]
 
 DEFAULT_SYSFS_ROOT = "/sys/class/infiniband"
 NOT_INSTALLED = 127  # what a POSIX shell exits with for "command not found"
@@ -196,10 +199,6 @@ class HostCollection:
     optics: dict[str, OpticsTarget] = field(default_factory=dict)
 
 
-class CommandTimeoutError(CollectError):
-    """A command gave no output or exit status within the host timeout."""
-
-
 class _StopError(Exception):
     """Internal: a status and a credential-free message out of the session code."""
 
@@ -254,6 +253,8 @@ class HostRunner:
         self.where = host
         self._settings = settings
         self._root = check_sysfs_root(settings.sysfs_root)
+        self._limits = Limits.of(settings.max_output_mb, settings.command_timeout_s,
+                                 settings.timeout_s, "[hosts]")
         self._client = paramiko.SSHClient()
         self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
 
@@ -287,25 +288,22 @@ class HostRunner:
             raise _classify(cause or exc, where, keys, s.timeout_s) from None
 
     def run(self, argv: Sequence[str]) -> CommandResult:
-        """Run one allowlisted command; CollectError (no password in it) if it cannot finish."""
+        """Run one allowlisted command within the host limits ([hosts] max_output_mb and
+        command_timeout_s; timeout_s of silence). CommandTimeoutError when it does not answer,
+        BoundExceededError when it goes past a bound, CollectError (no password in any) when
+        it cannot finish otherwise."""
         args = check_host_command(argv, self._root)
         t = self._settings.timeout_s
+        where = f"{self.where}: {args[0]}"
         try:
-            _, stdout, stderr = self._client.exec_command(shlex.join(args), timeout=t)
-            out = stdout.read().decode("utf-8", "replace")
-            err = stderr.read().decode("utf-8", "replace")
-            channel = stdout.channel
-            # recv_exit_status() would wait forever for a status that never comes.
-            if not channel.status_event.wait(t):
-                raise CommandTimeoutError(f"{self.where}: {args[0]}: no exit status within "
-                                          f"{t:g} s")
-            code = channel.recv_exit_status()
+            _, stdout, _ = self._client.exec_command(shlex.join(args), timeout=t)
+            code, out, err = read_channel(stdout.channel, self._limits, where)
         except TimeoutError:
-            raise CommandTimeoutError(f"{self.where}: {args[0]}: no answer within "
-                                      f"{t:g} s") from None
+            raise CommandTimeoutError(f"{where}: no answer within {t:g} s") from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise CollectError(f"{self.where}: {args[0]}: {type(exc).__name__}: {exc}") from None
-        return CommandResult(tuple(args), code, out, err)
+            raise CollectError(f"{where}: {type(exc).__name__}: {exc}") from None
+        return CommandResult(tuple(args), code, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         self._client.close()
@@ -324,8 +322,14 @@ class _Commands:
         self.failed: dict[str, tuple[HostStatus, str]] = {}
 
     def run(self, name: str, argv: Sequence[str]) -> CommandResult | None:
+        """The command's result, or None with its failure filed. A command that went past a
+        bound ends the host's session (_StopError): a host streaming or trickling without
+        end would do the same to every command, and one bound is all a host may cost."""
         try:
             self.results[name] = result = self.runner.run(argv)
+        except BoundExceededError as exc:
+            self.failed[name] = (exc.status, str(exc))
+            raise _StopError(exc.status, str(exc)) from None
         except CommandTimeoutError as exc:
             self.failed[name] = ("timeout", str(exc))
             return None
