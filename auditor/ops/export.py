@@ -337,6 +337,16 @@ def _day(name: str) -> str | None:
     return m[1]
 
 
+def _listing(folder: Path, warnings: list[str]) -> list[Path]:
+    """The entries of a folder, sorted; one that cannot be listed (permissions, I/O) is a
+    warning and no entries."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        warnings.append(f"{folder}: cannot list: {exc.strerror or exc}; skipped")
+        return []
+
+
 def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
                 warnings: list[str]) -> list[_Partition]:
     """Every `<root>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet` of the days
@@ -351,7 +361,7 @@ def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
         base = root / table
         if not base.is_dir():
             continue
-        for folder in sorted(base.iterdir()):
+        for folder in _listing(base, warnings):
             if folder.name.startswith(("_", ".")):
                 continue  # owner records, temporary files: ours, not partitions
             fabric = folder.name.removeprefix("fabric=")
@@ -360,7 +370,7 @@ def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
                 warnings.append(f"{folder}: not a fabric partition (fabric=<name>, the name "
                                 "as --fabric takes it); skipped")
                 continue
-            for day_folder in sorted(folder.iterdir()):
+            for day_folder in _listing(folder, warnings):
                 if day_folder.name.startswith(("_", ".")):
                     continue
                 day = _day(day_folder.name)
