@@ -433,10 +433,9 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="end of the window
 
 
 def _window(since: str, until: str | None) -> tuple[datetime, datetime]:
-    from auditor.timeparse import parse_instant, parse_span
+    from auditor.timeparse import parse_window
 
-    end = parse_instant(until, "--until") if until else datetime.now(UTC)
-    return end - parse_span(since), end
+    return parse_window(since, until)
 
 
 @app.command()
@@ -919,12 +918,17 @@ def export_cmd(
         "name without .duckdb)")] = None,
     since: SinceOpt = "2d",
     until: UntilOpt = None,
+    takeover: Annotated[bool, typer.Option(
+        "--takeover", help="write the fabric's partitions although another database wrote "
+        "them: this database owns them from now on (its days replace theirs)")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
     events, counters, jobs, flaps, each day's suspects and outcomes, partitioned by fabric and day
     (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
     rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
+    A fabric's partitions belong to the database that first wrote them (an owner record beside
+    them): another database exporting under the same name is refused unless --takeover.
 
     Example:
 
@@ -941,7 +945,9 @@ def export_cmd(
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
         done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases, settings.outcomes)
+                      settings.aliases, settings.outcomes, takeover)
+    for warning in done.warnings:
+        typer.echo(inert(f"warning: {warning}", None), err=True)
     rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
              "days": len(done.days), "files": done.files, "out": str(out)}]
     _out(render_rows(rows, fmt, title="export"))
@@ -960,7 +966,9 @@ def fleet_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """The suspects of several fabrics in one table, from their exports: each fabric's flaps
-    and suspects per day of the window, best first within each fabric and day.
+    and suspects per day of the window, best first within each fabric and day. Anything in
+    the folders that export did not write (a corrupt file, a folder that is not a fabric or a
+    day) is a warning on stderr and skipped; the rest is read.
 
     Example:
 
@@ -973,6 +981,8 @@ def fleet_cmd(
     _check_format(fmt)
     start, end = _window(since, until)
     data = fleet(exports, start, end)
+    for warning in data["warnings"]:
+        typer.echo(inert(f"warning: fleet: {warning}", None), err=True)
     if fmt == "json":
         _out(to_json(data))
         return
