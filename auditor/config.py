@@ -135,6 +135,9 @@ class HostSettings:
     command_timeout_s: float = 120.0
     concurrency: int = 16
     kernel_log: str = "dmesg"  # "dmesg" (dmesg -T) or "journal" (journalctl -k) or "none"
+    # The host's boot records (#20): "journal" (journalctl --list-boots), "last" (last -x -F)
+    # or "none"; a reboot then is a host event, not its rails' cable faults.
+    boots: str = "journal"
     sysfs_root: str = "/sys/class/infiniband"
 
 

@@ -254,6 +254,7 @@ class HostsTable(_Table):
     command_timeout_s: Seconds | None = None
     concurrency: Count | None = None
     kernel_log: Literal["dmesg", "journal", "none"] | None = None
+    boots: Literal["journal", "last", "none"] | None = None
     sysfs_root: str | None = None
 
 

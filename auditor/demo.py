@@ -1,8 +1,9 @@
 """`auditor demo`: the main job on a bundled demo, end to end, in a few seconds.
 
 The default demo generates a seeded scenario (auditor.simulate.scenario: a fat tree with bad
-cables, a switch reboot, a re-imaged host in maintenance, jobs that died of the network and
-of GPU errors, in the real file formats), ingests every file and shows the ranked suspects.
+cables, a switch reboot, a host that crashed under a job, a re-imaged host in maintenance, jobs
+that died of the network and of GPU errors, in the real file formats), ingests every file and
+shows the ranked suspects.
 
 `--captures` builds instead a database from real captures shipped in the package: made with the
 real infiniband-diags tools against an ibsim fat tree (scripts/make_demo_data.py), a healthy
@@ -48,7 +49,7 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
     # it as they would on a live fabric; the faults are the same for a seed whatever the date.
     end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     generate(workdir, seed=seed, spines=4, leaves=8, hosts_per_leaf=8,
-             start=end - timedelta(days=1))
+             start=end - timedelta(days=1), host_reboots=1)
     truth = load_scenario(workdir, out)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
@@ -68,6 +69,7 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
         f"fabric: {topo['switches']} switches, {topo['hcas']} HCAs, {topo['links']} links; "
         f"window {data['window']['since']} .. {data['window']['until']}",
         f"jobs: {jobs['failed']} failed, {jobs['network']} by the network, "
+        f"{jobs['killed_by_host']} by their host going away, "
         f"{jobs['other_causes']} by other causes (GPU errors, OOM), "
         f"{jobs['unexplained']} unexplained",
         "",

@@ -148,6 +148,7 @@ def test_demo_ranks_suspects_in_seconds(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "what to replace first" in res.stdout
     assert "switch " in res.stdout and "Replace the cable" in res.stdout
+    assert "do not replace its cables" in res.stdout and "by their host going away" in res.stdout
     assert took < 30  # "within a few seconds" on a laptop; generous for a loaded CI box
     other = tmp_path / "mine.duckdb"
     assert auditor("--db", str(other), "ingest", str(SNAP1 / "iblinkinfo.txt")).returncode == 0

@@ -88,6 +88,6 @@ def test_the_kernel_logs_boot_banner_is_a_boot(tmp_path: Path) -> None:
         "PREEMPT_DYNAMIC Debian 6.1.106-3 (2024-08-26)\n"
         "2026-11-29T06:00:40+0000 gpu-001 kernel: mlx5_core 0000:01:00.0 enp1s0f0: Link up\n")
     db = tmp_path / "a.duckdb"
-    code, out, err = _ingest(db, "--kind", "dmesg", "--host", "gpu-001", str(log))
+    code, _, err = _ingest(db, "--kind", "dmesg", "--host", "gpu-001", str(log))
     assert code == 0, err
     assert _rows(db) == [("gpu-001", "boot", "dmesg")]

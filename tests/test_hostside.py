@@ -21,6 +21,9 @@ from typer.testing import CliRunner
 from auditor.analyse import flaps as flaps_mod
 from auditor.cli import app
 from auditor.collect.hostcmd import (
+    BOOTS,
+    BOOTS_JOURNAL,
+    BOOTS_LAST,
     DMESG,
     IBSTAT,
     JOURNAL,
@@ -299,7 +302,10 @@ def test_sysfs_root_is_rewritten_and_bad_output_is_parse_failed(tmp_path: Path) 
 
 def test_host_allowlist_is_exact() -> None:
     plan = host_plan(HostSettings(kernel_log="dmesg"))
-    assert [name for name, _ in plan] == ["sysfs", "ibstat", "dmesg"]
+    assert [name for name, _ in plan] == ["sysfs", "ibstat", "dmesg", "boots"]
+    assert plan[-1][1] == BOOTS_JOURNAL
+    assert host_plan(HostSettings(kernel_log="none", boots="last"))[-1][1] == BOOTS_LAST
+    assert [n for n, _ in host_plan(HostSettings(boots="none"))] == ["sysfs", "ibstat", "dmesg"]
     assert plan[0][1] == SYSFS_COMMAND
     for _, argv in plan:
         assert check_host_command(argv) == list(argv)
@@ -329,3 +335,48 @@ def test_sysfs_root_must_be_plain(root: str) -> None:
 
 def test_sysfs_root_trailing_slash_is_dropped() -> None:
     assert check_sysfs_root("/sys/class/infiniband/") == "/sys/class/infiniband"
+
+
+def test_boot_records_become_host_events_and_a_failed_read_is_partial(tmp_path: Path) -> None:
+    """`journalctl --list-boots` of a host (issue #20): each boot a host event of source
+    `boots`; the same list read again stores nothing new; a host whose read failed is partial."""
+    db = demo_db(tmp_path)
+    settings = Settings(db=db, hosts=HostSettings(names=("gpu-node-05", "gpu-node-07"),
+                                                  kernel_log="none", boots="journal"))
+    listing = (Path(__file__).parent / "fixtures" / "boots" / "newer_systemd_252_utc.txt"
+               ).read_text()
+    sysfs = sysfs_command()
+
+    def colls() -> list[HostCollection]:
+        return [
+            HostCollection("gpu-node-05", "ok", results={
+                "sysfs": _ok(sysfs, _sysfs_text(GPU05, 0)), "ibstat": _ok(IBSTAT, ""),
+                BOOTS: _ok(BOOTS_JOURNAL, listing)}),
+            HostCollection("gpu-node-07", "ok", results={
+                "sysfs": _ok(sysfs, _sysfs_text(GPU07, 0)), "ibstat": _ok(IBSTAT, ""),
+                BOOTS: _ok(BOOTS_JOURNAL, "", 1, "No journal files were found.\n")})]
+
+    with Store(db) as store:
+        pm = PortMap(store.fabric(store.snapshot_times(T2, limit=1)[0]), settings.aliases)
+        with store.transaction():
+            out = store_hosts(store, settings, colls(), T2, pm)
+        with store.transaction():
+            store_hosts(store, settings, colls(), T2 + timedelta(hours=1), pm)
+        rows = store.host_events(T1.replace(tzinfo=None) - timedelta(days=3650),
+                                 T2.replace(tzinfo=None) + timedelta(days=3650))
+    assert [(o.device, o.status) for o in out] == [("gpu-node-05", "ok"),
+                                                    ("gpu-node-07", "partial")]
+    assert "boots: 4 record(s)" in out[0].detail
+    assert "boots: exit 1: No journal files were found." in out[1].detail
+    assert len(rows) == 4 and {(r["host"], r["kind"], r["source_kind"]) for r in rows} == {
+        ("gpu-node-05", "boot", "boots")}
+
+
+def test_boot_record_commands_are_on_the_allowlist_and_read_only() -> None:
+    assert check_host_command(BOOTS_JOURNAL) == list(BOOTS_JOURNAL)
+    assert check_host_command(BOOTS_LAST) == list(BOOTS_LAST)
+    with pytest.raises(CollectError):
+        check_host_command(("journalctl", "--vacuum-time=1s"))
+    with pytest.raises(CollectError):
+        check_host_command(("env", "LC_ALL=C", "TZ=UTC", "last", "-x", "-F", "reboot",
+                            "shutdown", ";", "rm"))

@@ -53,6 +53,17 @@ DMESG: tuple[str, ...] = ("env", "LC_ALL=C", "TZ=UTC", "dmesg", "-T")
 # stamps carry their UTC offset, --since takes a relative "-1d". Checked against journalctl 252.
 JOURNAL: tuple[str, ...] = ("journalctl", "-k", "-o", "short-iso", "--no-pager", "--since", "-1d")
 KERNEL_LOGS: dict[str, tuple[str, ...]] = {"dmesg": DMESG, "journal": JOURNAL}
+# The host's own record of its boots (issue #20). Both only read: journalctl's list of boots
+# (systemd >= 251 prints the IDX/BOOT ID/FIRST ENTRY/LAST ENTRY table; older ones rows with an
+# em dash) and last's wtmp records of reboots and shutdowns (util-linux login-utils/last.c; -F
+# prints full times with the year). LC_ALL=C: both name weekdays and months per locale; TZ=UTC:
+# both print local time, and the host's zone is not known here.
+BOOTS_JOURNAL: tuple[str, ...] = ("env", "LC_ALL=C", "TZ=UTC", "journalctl", "--list-boots",
+                                  "--no-pager")
+BOOTS_LAST: tuple[str, ...] = ("env", "LC_ALL=C", "TZ=UTC", "last", "-x", "-F", "reboot",
+                               "shutdown")
+BOOT_RECORDS: dict[str, tuple[str, ...]] = {"journal": BOOTS_JOURNAL, "last": BOOTS_LAST}
+BOOTS = "boots"  # the capture name of either
 
 
 def check_sysfs_root(root: str) -> str:
@@ -163,12 +174,16 @@ def host_plan(settings: HostSettings) -> list[tuple[str, tuple[str, ...]]]:
         plan.append((settings.kernel_log, KERNEL_LOGS[settings.kernel_log]))
     elif settings.kernel_log != "none":
         raise ConfigError("hosts.kernel_log: use dmesg, journal or none")
+    if settings.boots in BOOT_RECORDS:
+        plan.append((BOOTS, BOOT_RECORDS[settings.boots]))
+    elif settings.boots != "none":
+        raise ConfigError("hosts.boots: use journal, last or none")
     return plan
 
 
 def check_host_command(argv: Sequence[str], sysfs_root: str = DEFAULT_SYSFS_ROOT) -> list[str]:
     """Return argv as a list if it is exactly one of the allowed host commands, else raise."""
-    allowed = {sysfs_command(sysfs_root), IBSTAT, *KERNEL_LOGS.values()}
+    allowed = {sysfs_command(sysfs_root), IBSTAT, *KERNEL_LOGS.values(), *BOOT_RECORDS.values()}
     args = tuple(argv)
     optics = _optics_command(args, check_sysfs_root(sysfs_root))
     if args not in allowed and not optics:

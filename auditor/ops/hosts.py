@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.collect.hostcmd import (
+    BOOTS,
     DEFAULT_SYSFS_ROOT,
     NOT_INSTALLED,
     OPTICS_LIST,
@@ -44,6 +45,7 @@ from auditor.ingest.logs import CUT, FUTURE_SLACK, bound_event
 from auditor.ingest.optics import parse_optics, place
 from auditor.models import CounterTable, OpticsReading, PortEvent
 from auditor.ops.switches import DeviceOutcome
+from auditor.parse.boots import parse_boots
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.ibstat import parse_ibstat
 from auditor.parse.sysfs_ib import SysfsSnapshot, parse_sysfs_ib, to_counter_samples
@@ -253,6 +255,41 @@ class _Host:
         self.store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                     for why, n in issues.items()])
 
+    def boots(self) -> None:
+        """The host's own record of its boots (#20): each boot, crash and shutdown becomes a
+        host event, so a reboot that took its rails down is one host event."""
+        res = self.coll.results.get(BOOTS)
+        if res is None and BOOTS not in self.coll.failed:
+            return  # not asked of this host
+        if res is None:
+            self.partial = True
+            self.notes.append(f"{BOOTS}: {self._missing(BOOTS)[1]}")
+            return
+        if res.exit_code != 0:
+            # no journald (a container), or wtmp not readable
+            self.partial = True
+            self.notes.append(f"{BOOTS}: exit {res.exit_code}: {_first_line(res.stderr)}")
+            return
+        parsed = parse_boots(res.stdout, host=self.coll.host, tz=UTC, reference=self.moment)
+        self.summary.append(f"{BOOTS}: {len(parsed.events)} record(s)"
+                            + (f", {len(parsed.unparsed)} line(s) unreadable"
+                               if parsed.unparsed else ""))
+        if not parsed.events and not parsed.unparsed:
+            return
+        digest = hashlib.sha256(res.stdout.encode()).hexdigest()
+        if self.store.find_source(digest, self.moment, explicit_at=False) is not None:
+            return  # the same list as the last read: nothing new
+        issues: Counter[str] = Counter(why for _, _, why in parsed.unparsed)
+        first: dict[str, tuple[int, str]] = {}
+        for line_no, line, why in parsed.unparsed:
+            first.setdefault(why, (line_no, line[:200]))
+        sid = self.store.add_source(SourceMeta(
+            BOOTS, self.path(BOOTS), digest, self.coll.host, self.moment, False,
+            len(res.stdout.splitlines()), len(parsed.unparsed), len(parsed.events)))
+        self.store.add_host_events(sid, parsed.events)
+        self.store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
+                                    for why, n in issues.items()])
+
     def optics(self) -> None:
         """Parse and store the module diagnostics this host gave (mlxlink or ethtool)."""
         coll = self.coll
@@ -344,6 +381,8 @@ def store_hosts(store: Store, settings: Settings, collections: list[HostCollecti
         host.sysfs(host.ibstat())
         if settings.hosts.kernel_log != "none":
             host.kernel_log(settings.hosts.kernel_log)
+        if settings.hosts.boots != "none":
+            host.boots()
         if coll.optics or OPTICS_LIST in coll.results or OPTICS_LIST in coll.failed:
             host.optics()
         outcomes.append(host.outcome())
