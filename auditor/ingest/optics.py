@@ -84,10 +84,13 @@ def place(pm: PortMap, readings: Sequence[OpticsReading],
           known: dict[str, tuple[str, int]] | None = None
           ) -> tuple[list[tuple[str | None, int | None]], Counter[str]]:
     """(GUID, port) of each reading where the fabric graph (or `known`: port name -> (GUID,
-    port), what a host's own sysfs said) places it, and why the others are not placed."""
+    port), what a host's own sysfs said) places it, and the counts per reason `sources` keeps:
+    why the others are not placed, and what the parser left out or cut of each (its
+    `issues`: implausible values, long text fields)."""
     placed: list[tuple[str | None, int | None]] = []
     why: Counter[str] = Counter()
     for r in readings:
+        why.update(r.issues)
         if known and r.port_name in known:
             placed.append(known[r.port_name])
             continue
