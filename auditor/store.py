@@ -603,7 +603,7 @@ class Store:
                       "source_forget_host_addresses", "source_forget_maintenance",
                       "source_forget_inventory", "source_forget_port_labels",
                       "source_forget_optics_readings", "source_forget_optics_thresholds",
-                      "source_forget_sources"):
+                      "source_forget_transceivers", "source_forget_sources"):
             self.run(query, source_ids=list(source_ids))
 
     def add_source(self, meta: SourceMeta) -> int:
@@ -944,15 +944,18 @@ class Store:
     def last_snmp_poll(self, device: str, before: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("snmp_last_poll", device=device, before=utc_naive(before))
 
-    def add_transceivers(self, seen_at: datetime, device: str,
-                         rows: Sequence[dict[str, Any]]) -> None:
+    def add_transceivers(self, seen_at: datetime, device: str, rows: Sequence[dict[str, Any]],
+                         source_id: int | None = None) -> None:
+        """One device's modules; `source_id`: the cabling plan's source that names them (a
+        sweep's have none)."""
         if not rows:
             return
         cols = ["port_name", "guid", "port", "present", "vendor", "part_number", "serial_number",
                 "length", "cable_type", "revision"]
         self.run("transceivers_insert", seen_at=utc_naive(seen_at), device=device,
                  **{c: [r[c] for r in rows] for c in cols},
-                 lot=[r.get("lot") for r in rows])  # only the cabling plan knows a lot
+                 lot=[r.get("lot") for r in rows],  # only the cabling plan knows a lot
+                 source_id=source_id)
 
     def cable_types(self, ports: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
         """(GUID, port) -> the cable type of the newest module there, for `ports` only."""

@@ -147,8 +147,10 @@ def _issues(unparsed: Sequence[tuple[int, str, str]]
     return [(why, n, *first[why]) for why, n in count.most_common()]
 
 
-def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> None:
-    """Both ends of every planned cable become part records of their ports."""
+def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime,
+                  source_id: int) -> None:
+    """Both ends of every planned cable become part records of their ports, under the plan's
+    source (forgetting it forgets them)."""
     # The plan may be loaded before or after the first sweep: use the newest fabric.
     pm = PortMap(store.latest_fabric())
     by_device: dict[str, list[dict[str, object]]] = {}
@@ -161,7 +163,7 @@ def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> No
                 "serial_number": c.serial_number, "length": c.length,
                 "cable_type": c.cable_type, "revision": None, "lot": c.lot})
     for device, rows in by_device.items():
-        store.add_transceivers(moment, device, rows)
+        store.add_transceivers(moment, device, rows, source_id)
 
 
 @dataclass(slots=True)
@@ -301,7 +303,7 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
             if item.locations is not None:
                 store.add_inventory(sid, item.locations)
             if item.cables is not None:
-                _store_cables(store, item.cables, moment)
+                _store_cables(store, item.cables, moment, sid)
             if item.log is not None:
                 job_errors.append((sid, opts.job, item.log.errors,
                                    {e.line_no for e in item.log.first}))

@@ -1,4 +1,4 @@
--- Schema version 14 (issue #21): fabric_cache as typed columns whose reading allocates only
+-- Schema version 14 (issue #21). fabric_cache as typed columns whose reading allocates only
 -- from the bytes actually there (auditor/store.py _encode_fabric). Schema 11's marshal blob
 -- claimed its own counts: 5 bytes claiming 2**31 items made every command that reads the
 -- fabric ask for 16 GiB, and a body of the right fingerprint but the wrong shape crashed them.
@@ -17,3 +17,8 @@ create table fabric_cache (
     names blob not null,
     changed blob not null
 );
+
+-- The cabling plan's part records name the source that stored them, as every other kind's
+-- records do, so a source forgotten (the same file read again with other options) takes them
+-- along. Rows stored before have none; so do a sweep's, which come from no file.
+alter table transceivers add column if not exists source_id integer;
