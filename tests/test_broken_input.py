@@ -19,6 +19,8 @@ from auditor.collect.logfile import GZIP_BAD, NUL_LEAD, NUL_SKIPPED
 from auditor.demo import DATA
 from auditor.ingest.common import NOT_UTF8_ESCAPED
 from auditor.ingest.jobs import NOT_UTF8
+from auditor.parse._jobs import CUT as JOB_CUT
+from auditor.parse._jobs import TEXT_MAX
 from auditor.store import Store
 from tests.conftest import FIXTURES
 
@@ -188,6 +190,20 @@ def test_a_byte_that_is_not_utf8_in_an_optics_capture_is_one_counted_line(
     assert issues(db)[NOT_UTF8_ESCAPED] == (1, raw[:raw.index(b"Mellanox")].count(b"\n") + 1)
     assert query(db, "select distinct vendor, temperature_c from optics_readings") == [
         ("Mellan\\xf6x", 30.56)]
+
+
+def test_a_job_field_cut_to_its_bound_is_counted(tmp_path: Path, db: Path) -> None:
+    """Issue #21: a job name, partition or exit code over TEXT_MAX characters is stored cut, as
+    before, and now counted per reason in `sources` like every other cut; the job is kept."""
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|JobName|Partition|State|Start|End|NodeList\n"
+                     f"41|{'x' * 5000}|gpu|FAILED|2026-11-30T01:00:00|2026-11-30T02:00:00|g01\n"
+                     "42|ok|gpu|COMPLETED|2026-11-30T01:00:00|2026-11-30T02:00:00|g02\n")
+    (row,) = ingested(db, "--kind", "sacct", str(sacct))
+    assert row["records"] == 2 and row["warnings"] == f"1 line(s): {JOB_CUT}"
+    assert issues(db)[JOB_CUT] == (1, 2)
+    assert query(db, "select lines_unparsed from sources") == [(0,)]  # the line was read
+    assert query(db, "select length(name) from jobs where job_id = '41'") == [(TEXT_MAX,)]
 
 
 # ---------------------------------------------------------------------------------------------

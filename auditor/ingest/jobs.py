@@ -27,7 +27,7 @@ from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest.common import IngestResult, options_key, read_text
 from auditor.models import HostAddress, JobError, Location, MaintenanceWindow
-from auditor.parse._jobs import JobsResult
+from auditor.parse._jobs import CUT, JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
 from auditor.parse.inventory import parse_inventory
@@ -84,7 +84,7 @@ class JobOptions:
 # Files the cluster writes: a damaged line is counted, not fatal (see the module docstring).
 _CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "auto")
 NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
-_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD})  # issues of lines that were still read
+_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD, CUT})  # issues of lines that were still read
 
 
 def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
@@ -193,7 +193,7 @@ class _JobFile:
     def unparsed(self) -> list[tuple[int, str, str]]:
         damaged = self.damaged or []
         if self.jobs is not None:
-            return damaged + self.jobs.unparsed
+            return damaged + self.jobs.unparsed + [(n, line, CUT) for n, line in self.jobs.cut]
         return damaged + (self.log.unparsed if self.log is not None else [])
 
 
