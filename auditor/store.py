@@ -307,8 +307,8 @@ def _encode_fabric(parts: dict[str, Sequence[tuple[Any, ...]]]) -> dict[str, byt
 
 def _decode_fabric(row: tuple[Any, ...]) -> _CachedFabric:
     """(seen_at, prev_at, format, lookup, *parts) of the fabric_cache row read back, each part
-    checked;
-    _DamagedCacheError (saying what is wrong) when it is not what _encode_fabric wrote."""
+    checked; _DamagedCacheError (saying what is wrong) when it is not what _encode_fabric
+    wrote."""
     if len(row) != 4 + len(_CACHE_PARTS) or row[2] != _FABRIC_CACHE_FORMAT:
         raise _DamagedCacheError(f"not format {_FABRIC_CACHE_FORMAT}")
     seen_at, prev_at, lookup, blobs = row[0], row[1], row[3], row[4:]
@@ -771,7 +771,14 @@ class Store:
         read, with the same answers, and a damaged one is a warning)."""
         if not self._fabric_read:
             self._fabric_read, self._cached_fabric = True, None
-            rows = self.run("fabric_cache_get")
+            try:
+                rows = self.run("fabric_cache_get")
+            except duckdb.Error as exc:
+                if self._in_transaction:  # the failed statement ended it: nothing to go on with
+                    raise
+                _log.warning("%s: the fabric cache cannot be read (%s); the topology tables "
+                             "answer instead", self.path, type(exc).__name__)
+                return None
             if len(rows) == 1 and rows[0][2] == self._topology_fingerprint():
                 row = rows[0]
                 try:

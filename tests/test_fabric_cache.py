@@ -155,6 +155,9 @@ DAMAGED: dict[str, list[Statement]] = {
         "alter table fabric_cache alter names type varchar",
         "update fabric_cache set names = 'abc'"],
     "two rows": ["insert into fabric_cache select * from fabric_cache"],
+    "no table": ["drop table fabric_cache"],
+    "another table": ["drop table fabric_cache", "create table fabric_cache (body blob)",
+                      "insert into fabric_cache values ('\\x5b\\xff\\xff\\xff\\x7f'::blob)"],
 }
 
 
