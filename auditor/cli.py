@@ -186,7 +186,10 @@ def ingest(
     kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
                                       "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
                                       "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
-                                      "maintenance, inventory, cabling, ethtool-module "
+                                      "maintenance, inventory, cabling, slurm-events "
+                                      "(sacctmgr show event -P), slurmctld (slurmctld.log), "
+                                      "boots (journalctl --list-boots or last -x; --host), "
+                                      "ethtool-module "
                                       "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
                                       "(a switch's per-port transceiver diagnostics)")] = "auto",
     at: AtOpt = None,
@@ -195,7 +198,8 @@ def ingest(
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
     host: Annotated[str | None, typer.Option(
-        "--host", help="dmesg and transceiver diagnostics: the host (or switch) it came from")
+        "--host", help="dmesg, boots and transceiver diagnostics: the host (or switch) it "
+        "came from")
     ] = None,
     port: Annotated[str | None, typer.Option(
         "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
@@ -247,7 +251,8 @@ def ingest(
             from auditor.ingest.jobs import JobOptions, ingest_job_files
 
             results += ingest_job_files(store, plan.job_files, plan.job_kind,
-                                        JobOptions(tz=opts.tz, job=job, year=opts.year))
+                                        JobOptions(tz=opts.tz, job=job, year=opts.year,
+                                                   host=host))
         if plan.optics:
             from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 
@@ -428,10 +433,9 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="end of the window
 
 
 def _window(since: str, until: str | None) -> tuple[datetime, datetime]:
-    from auditor.timeparse import parse_instant, parse_span
+    from auditor.timeparse import parse_window
 
-    end = parse_instant(until, "--until") if until else datetime.now(UTC)
-    return end - parse_span(since), end
+    return parse_window(since, until)
 
 
 @app.command()
@@ -914,12 +918,17 @@ def export_cmd(
         "name without .duckdb)")] = None,
     since: SinceOpt = "2d",
     until: UntilOpt = None,
+    takeover: Annotated[bool, typer.Option(
+        "--takeover", help="write the fabric's partitions although another database wrote "
+        "them: this database owns them from now on (its days replace theirs)")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
     """Write the history as Parquet for DuckDB, Spark, Trino or pandas: nodes, links, port
     events, counters, jobs, flaps, each day's suspects and outcomes, partitioned by fabric and day
     (`<out>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet`). The days --since touches are
     rewritten whole: repeating an export changes nothing, a nightly one picks up late evidence.
+    A fabric's partitions belong to the database that first wrote them (an owner record beside
+    them): another database exporting under the same name is refused unless --takeover.
 
     Example:
 
@@ -936,7 +945,9 @@ def export_cmd(
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
         done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases, settings.outcomes)
+                      settings.aliases, settings.outcomes, takeover)
+    for warning in done.warnings:
+        typer.echo(inert(f"warning: {warning}", None), err=True)
     rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
              "days": len(done.days), "files": done.files, "out": str(out)}]
     _out(render_rows(rows, fmt, title="export"))
@@ -955,7 +966,9 @@ def fleet_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """The suspects of several fabrics in one table, from their exports: each fabric's flaps
-    and suspects per day of the window, best first within each fabric and day.
+    and suspects per day of the window, best first within each fabric and day. Anything in
+    the folders that export did not write (a corrupt file, a folder that is not a fabric or a
+    day) is a warning on stderr and skipped; the rest is read.
 
     Example:
 
@@ -968,6 +981,8 @@ def fleet_cmd(
     _check_format(fmt)
     start, end = _window(since, until)
     data = fleet(exports, start, end)
+    for warning in data["warnings"]:
+        typer.echo(inert(f"warning: fleet: {warning}", None), err=True)
     if fmt == "json":
         _out(to_json(data))
         return
@@ -1073,10 +1088,20 @@ def simulate(
         "--harmless-flaps", help="sound links (leaf uplinks and host cables in turn) whose long "
         "flaps adaptive routing or NCCL port failover absorb: no job dies of them; listed as "
         "harmless_links in truth.json (default 0)")] = None,
+    reboots: Annotated[int | None, typer.Option(
+        "--reboots", help="hosts that crash and reboot undeclared while they run a job: every "
+        "rail drops, the job ends NODE_FAIL (on multi-rail hosts some FAILED), its peers' NCCL "
+        "errors name the host; listed as host_reboots in truth.json (default 0)")] = None,
+    host_records: Annotated[str | None, typer.Option(
+        "--host-records", help="what the site keeps of its hosts: none (only sacct's "
+        "NODE_FAIL), slurm (slurm/events.txt: sacctmgr show event, slurm/slurmctld.log), boots "
+        "(boots/<host>.txt: journalctl --list-boots) or both (default: both with --reboots, "
+        "else none)")] = None,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
-    maintenance) and its ground truth (truth.json), for tests, demos and evaluation.
+    maintenance; Slurm node events, slurmctld.log and boot records with --reboots) and its
+    ground truth (truth.json), for tests, demos and evaluation.
 
     Example:
 
@@ -1085,6 +1110,7 @@ def simulate(
         auditor simulate --out /tmp/real --realistic --leaves 16 --hosts 16 --info-share 0.5
         auditor simulate --out /tmp/ageing --optics --days 21
         auditor simulate --out /tmp/weeks --outcomes --days 28 --hosts 16
+        auditor simulate --out /tmp/crash --realistic --reboots 3 --host-records slurm
     """
     from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -1104,7 +1130,8 @@ def simulate(
                  "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
                  "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
                  "optics": optics or None, "ageing_optics": ageing_optics,
-                 "harmless_flaps": harmless_flaps}
+                 "harmless_flaps": harmless_flaps, "host_reboots": reboots,
+                 "host_records": host_records}
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         if outcomes:
             options["outcomes"] = True
@@ -1115,9 +1142,12 @@ def simulate(
     ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
     harmless = (f", {len(truth.harmless_links)} harmless link(s)" if truth.harmless_links
                 else "")
+    crashed = (f", {len(truth.host_reboots)} host reboot(s) killing "
+               f"{len(truth.host_failed_jobs)} job(s) (host records: {truth.host_records})"
+               if truth.host_reboots else "")
     _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
-         f"{len(truth.switch_reboots)} switch reboot(s), {truth.jobs_total} jobs{ageing}; "
-         f"ground truth in {out / 'truth.json'}")
+         f"{len(truth.switch_reboots)} switch reboot(s){crashed}, {truth.jobs_total} jobs"
+         f"{ageing}; ground truth in {out / 'truth.json'}")
     if outcomes:
         import json
 

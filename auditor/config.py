@@ -53,7 +53,15 @@ class SweepSettings:
     key_file: Path | None = None
     password: Secret | None = None
     known_hosts: Path | None = None
-    timeout_s: float = 300.0
+    timeout_s: float = 300.0  # the longest a fabric tool may stay silent
+    # Any one fabric tool's output (stdout and stderr, MiB) and time, start to finish
+    # (auditor/collect/bounded.py). Measured with the benchmark generators on a 64 x 250 x 80
+    # fat tree (20,000 hosts): ibnetdiscover 9 MB, `ibqueryerrors --data` 14 MB, a month of
+    # sacct (500,000 jobs) 105 MB; a real ibsim fabric of 4,096 hosts gave 2.5 MB of
+    # ibnetdiscover. 512 MiB holds the largest five times over, and an endless stream still
+    # stops in seconds. An hour: ibqueryerrors on such a fabric asks ~100,000 PMA queries.
+    max_output_mb: float = 512.0
+    command_timeout_s: float = 3600.0
     remote_dir: str | None = None  # working directory for the tools on the management host
     env: dict[str, str] = field(default_factory=dict)
     ibnetdiscover_args: tuple[str, ...] = ()
@@ -93,6 +101,10 @@ class SshSettings:
     key_file: Path | None = None
     known_hosts: Path | None = None
     timeout_s: float = 30.0
+    # Any one CLI command's answer (MiB) and time, start to finish: `show interfaces ib
+    # status` of an 800-port director is ~100 kB, a port's transceiver block ~2 kB.
+    max_output_mb: float = 16.0
+    command_timeout_s: float = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +127,12 @@ class HostSettings:
     password: Secret | None = None
     key_file: Path | None = None
     known_hosts: Path | None = None
-    timeout_s: float = 30.0
+    timeout_s: float = 30.0  # the longest a host may stay silent (connect, and each command)
+    # Any one host command's output (MiB) and time, start to finish. The largest is the
+    # kernel log: dmesg's ring buffer is at most 32 MiB (CONFIG_LOG_BUF_SHIFT=25), a day of
+    # `journalctl -k` a few MB; `concurrency` hosts may each hold this much at once.
+    max_output_mb: float = 64.0
+    command_timeout_s: float = 120.0
     concurrency: int = 16
     kernel_log: str = "dmesg"  # "dmesg" (dmesg -T) or "journal" (journalctl -k) or "none"
     sysfs_root: str = "/sys/class/infiniband"
@@ -205,6 +222,11 @@ class RankingSettings:
     link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
+    # A host's rails down within 30 s of each other are one host event when they are this share
+    # of its linked HCA ports, and at least host_event_min_rails (issue #20: most rails, so a
+    # rail whose leaf's syslog is lost does not hide the event).
+    host_event_fraction: float = 0.75
+    host_event_min_rails: int = 2
     nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
     nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT when jobs set it; 0 = NCCL's default
 

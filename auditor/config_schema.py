@@ -29,7 +29,7 @@ from pydantic import (
 
 from auditor.errors import AuditorError, ConfigError
 from auditor.nccl import version_key
-from auditor.timeparse import parse_span
+from auditor.timeparse import MAX_SPAN_DAYS, parse_span
 
 # The SNMP protocols the poller knows (auditor/collect/snmp.py maps them onto pysnmp's; a test
 # holds the two lists equal, so the config is checked without importing pysnmp).
@@ -92,7 +92,8 @@ def _span(value: str) -> str:
     try:
         parse_span(value)  # the reader `nightly.since` goes through later: one rule
     except AuditorError:
-        raise ValueError("a span such as 24h or 7d") from None
+        raise ValueError(f"a span such as 24h or 7d, at most {MAX_SPAN_DAYS}d (100 years)") \
+            from None
     return value
 
 
@@ -125,6 +126,14 @@ def _one_of(names: tuple[str, ...]) -> AfterValidator:
 Secret = Annotated[str, AfterValidator(_secret)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Positive = Annotated[float, Field(gt=0)]
+# A length of history or a wait, bounded like every window (auditor.timeparse: 100 years), so
+# that no setting makes a date computation leave the calendar.
+Days = Annotated[float, Field(gt=0, le=MAX_SPAN_DAYS)]
+Minutes = Annotated[float, Field(gt=0, le=MAX_SPAN_DAYS * 1440)]
+# What one command may cost a collector (auditor/collect/bounded.py): a day at most, and at
+# most 16 GiB (the bytes are held in memory).
+Seconds = Annotated[float, Field(gt=0, le=86400)]
+MiB = Annotated[float, Field(gt=0, le=16384)]
 Count = Annotated[int, Field(ge=1)]
 Name = Annotated[str, Field(min_length=1)]
 Speed = Annotated[str, AfterValidator(_ib_speed)]
@@ -153,7 +162,9 @@ class SweepTable(_Table):
     key_file: str | None = None
     password: Secret | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
     remote_dir: str | None = None
     env: dict[Annotated[str, AfterValidator(_env_name)], str] | None = None
     ibnetdiscover_args: list[str] | None = None
@@ -208,7 +219,9 @@ class SwitchSshTable(_Table):
     password: Secret | None = None
     key_file: str | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
 
 
 class SwitchTable(_Table):
@@ -236,7 +249,9 @@ class HostsTable(_Table):
     password: Secret | None = None
     key_file: str | None = None
     known_hosts: str | None = None
-    timeout_s: Positive | None = None
+    timeout_s: Seconds | None = None
+    max_output_mb: MiB | None = None
+    command_timeout_s: Seconds | None = None
     concurrency: Count | None = None
     kernel_log: Literal["dmesg", "journal", "none"] | None = None
     sysfs_root: str | None = None
@@ -246,15 +261,15 @@ class NightlyTable(_Table):
     reports: str | None = None
     log_file: str | None = None
     since: Annotated[str, AfterValidator(_span)] | None = None
-    keep_captures_days: Positive | None = None
-    keep_reports_days: Positive | None = None
-    verify_days: Positive | None = None
+    keep_captures_days: Days | None = None
+    keep_reports_days: Days | None = None
+    verify_days: Days | None = None
     limit: Count | None = None
 
 
 class RankingTable(_Table):
-    before_minutes: Positive | None = None
-    after_minutes: Positive | None = None
+    before_minutes: Minutes | None = None
+    after_minutes: Minutes | None = None
     gpus_per_node: Count | None = None
     ber_limits: dict[Speed, Annotated[float, Field(gt=0, lt=1)]] | None = None
     ber_fec: dict[Speed, FecOpcode] | None = None
@@ -262,15 +277,17 @@ class RankingTable(_Table):
     link_error_recovery_per_hour: Positive | None = None
     common_mode_min_ports: Count | None = None
     common_mode_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    host_event_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    host_event_min_rails: Annotated[int, Field(ge=2)] | None = None
     nccl_version: Annotated[str, AfterValidator(_nccl_version)] | None = None
     # A 5-bit field of the QP (IBTA 9.7.6.1.3); 0 = NCCL's default.
     nccl_ib_timeout: Annotated[int, Field(ge=0, le=31)] | None = None
 
 
 class OpticsTable(_Table):
-    history_days: Positive | None = None
+    history_days: Days | None = None
     min_days: Annotated[int, Field(ge=3)] | None = None  # a line through 2 points is no trend
-    horizon_days: Positive | None = None
+    horizon_days: Days | None = None
     noise_ratio: Positive | None = None
     min_drift_db: Positive | None = None
     min_drift_c: Positive | None = None
@@ -290,7 +307,7 @@ class OpticsTable(_Table):
     strong: Annotated[float, Field(gt=0, le=1)] | None = None
 class OutcomesTable(_Table):
     since: Annotated[str, AfterValidator(_span)] | None = None
-    clean_days: Positive | None = None
+    clean_days: Days | None = None
     learned_weights: bool | None = None
     prior_suspects: Annotated[float, Field(ge=0)] | None = None
     cohort_min_incidents: Count | None = None

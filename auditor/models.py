@@ -339,10 +339,12 @@ class HostEvent:
 @dataclass(slots=True)
 class HostEventsResult:
     """What a host-event file gave: the events in line order, and the lines not read as
-    (line_no, line, reason), counted per reason in `sources`."""
+    (line_no, line, reason), counted per reason in `sources`. `ignored` counts the lines read
+    and left out on purpose (cluster events, states that are not a fault, other log lines)."""
 
     events: list[HostEvent] = field(default_factory=list)
     unparsed: list[tuple[int, str, str]] = field(default_factory=list)
+    ignored: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,30 +15,31 @@ from auditor.models import Fabric, NodeType
 
 # Onyx 1U switches: IB1/17 is port 17. Split ports (IB1/1/2, Quantum HDR200 -> 2 x HDR100) are
 # numbered per half: physical port N gives logical ports 2N-1 and 2N on Quantum firmware 27.x.
-_ONYX = re.compile(r"^(?:IB)?(\d+)/(\d+)(?:/(\d+))?$", re.IGNORECASE)
+_ONYX = re.compile(r"(?:IB)?(\d+)/(\d+)(?:/(\d+))?", re.IGNORECASE | re.ASCII)
 # NVOS (Quantum-2) names ports swXpY[sZ]: cage X, port Y of a twin-port OSFP, split Z.
-_NVOS = re.compile(r"^sw(\d+)p(\d+)(?:s(\d+))?$", re.IGNORECASE)
-_HCA_PORT = re.compile(r"^((?:mlx\d|hfi\d|qib|ibp)\S*)/(\d+)$")
-_GUID = re.compile(r"^(?:0x)?([0-9a-fA-F]{1,16})$")
+_NVOS = re.compile(r"sw(\d+)p(\d+)(?:s(\d+))?", re.IGNORECASE | re.ASCII)
+_HCA_PORT = re.compile(r"((?:mlx\d|hfi\d|qib|ibp)\S*)/(\d+)", re.ASCII)
+_GUID = re.compile(r"(?:0x)?([0-9a-fA-F]{1,16})")
+# Every pattern above is used with fullmatch: `$` with match() accepts a trailing newline.
 
 
 def normalise_guid(text: str) -> str | None:
-    m = _GUID.match(text.strip())
+    m = _GUID.fullmatch(text.strip())
     return f"0x{int(m.group(1), 16):016x}" if m else None
 
 
 def port_number(port_name: str) -> int | None:
     """The IB port number a switch's port label stands for, or None if it is not an IB port."""
     name = port_name.strip()
-    if name.isdigit():
+    if name.isascii() and name.isdigit():  # "¹" is a digit to isdigit(), not to int()
         return int(name)
-    m = _ONYX.match(name)
+    m = _ONYX.fullmatch(name)
     if m:
         slot, port, split = int(m.group(1)), int(m.group(2)), m.group(3)
         if slot != 1:
             return None  # modular (director) chassis need a port-label map
         return port if split is None else 2 * (port - 1) + int(split)
-    m = _NVOS.match(name)
+    m = _NVOS.fullmatch(name)
     if m:
         cage, half, split = int(m.group(1)), int(m.group(2)), m.group(3)
         base = 2 * (cage - 1) + half
@@ -118,7 +119,7 @@ class PortMap:
 
     def _resolve_host(self, key: str, port_name: str | None) -> Resolved:
         hcas = self.hcas[key]
-        m = _HCA_PORT.match(port_name or "")
+        m = _HCA_PORT.fullmatch(port_name or "")
         if m:
             for guid, device in hcas:
                 if device == m.group(1):

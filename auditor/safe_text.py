@@ -23,6 +23,7 @@ every output goes through this module:
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Any
 
@@ -67,13 +68,35 @@ def _json_default(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else str(value)
 
 
+def finite(value: Any) -> Any:
+    """`value` with every NaN and infinity (at any depth of dicts, lists and tuples) as None:
+    JSON has no such numbers, and json.dumps would write a bare `NaN` no parser accepts."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = None, default: Any = _json_default) -> str:
+    """The one JSON writer of every output (command --format json, report.json, table and CSV
+    cells): non-finite numbers become null (`finite`), never `NaN`. The walk runs only when
+    the fast path finds one: allow_nan=False refuses them."""
+    try:
+        return json.dumps(value, indent=indent, default=default, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite(value), indent=indent, default=default, allow_nan=False)
+
+
 def cell_text(value: Any) -> str:
     """A value as the text of one table or CSV cell (before `inert`): lists and dicts as JSON,
     times to the second, None as empty."""
     if value is None:
         return ""
     if isinstance(value, list | dict | tuple):
-        return json.dumps(value, default=_json_default)
+        return json_text(value)
     if isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
     return str(value)

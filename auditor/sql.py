@@ -14,7 +14,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 # editable installs.
 _CHECKOUT_DIR = _PACKAGE_DIR.parent / "queries"
 _WHEEL_DIR = _PACKAGE_DIR / "queries"
-_NAME = re.compile(r"^[a-z0-9_/]+$")
+_NAME = re.compile(r"[a-z0-9_/]+", re.ASCII)  # fullmatch: `$` lets "x\n" through
 
 
 def queries_dir() -> Path:
@@ -26,7 +26,7 @@ def queries_dir() -> Path:
 @cache
 def load(name: str) -> str:
     """Return the text of queries/<name>.sql; a statement file must hold exactly one statement."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise AuditorError(f"bad query name {name!r}")
     path = queries_dir() / f"{name}.sql"
     try:

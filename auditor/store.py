@@ -6,8 +6,10 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 from __future__ import annotations
 
 import copy
+import errno
 import json
 import logging
+import os
 import re
 import sys
 import time
@@ -43,6 +45,7 @@ from auditor.models import (
     Fabric,
     FabricNode,
     HostAddress,
+    HostEvent,
     JobError,
     JobTable,
     LaneReading,
@@ -362,6 +365,35 @@ def _fabric_from_columns(at: datetime, nodes: Columns, ports: Columns, links: Co
     return fab
 
 
+def literal_path(path: Path) -> str:
+    """`path` as DuckDB's file readers take it literally: they expand `*`, `?` and `[...]` as
+    a glob anywhere in a path (a folder `d[1]` reads `d1`, `fabric=*` every fabric), and take
+    a one-character class as that character (checked on DuckDB 2.0.1:
+    tests/test_export_hostile.py). Hive partitioning is switched off by each query."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in str(path))
+
+
+_ERRNO = re.compile(r'"errno"\s*:\s*"?(\d{1,4})')
+
+
+@contextmanager
+def _file_errors() -> Iterator[None]:
+    """DuckDB's IOException of a file it writes as an OSError carrying the system's reason
+    (`IO Error: Cannot open file "/x/y": Operation not permitted` -> "Operation not
+    permitted"), so the caller reports it as any other write error (issue #21)."""
+    try:
+        yield
+    except duckdb.IOException as exc:
+        text = str(exc).strip()
+        # DuckDB 1.x-2.0 puts errno in a JSON tail when it has one ("Async write failed ...:
+        # {...,"errno":"28"}" for a full disk), else ends the message with strerror.
+        code = _ERRNO.search(text)
+        if code is not None:
+            raise OSError(int(code[1]), os.strerror(int(code[1]))) from None
+        last = text.splitlines()[0].rpartition(": ")[2] if text else ""
+        raise OSError(errno.EIO, last or "I/O error") from None
+
+
 class Store:
     """One DuckDB file. Open it, use it, close it (or use it as a context manager).
 
@@ -601,6 +633,7 @@ class Store:
                       "source_forget_port_events", "source_forget_source_issues",
                       "source_forget_job_errors", "source_forget_job_logs",
                       "source_forget_host_addresses", "source_forget_maintenance",
+                      "source_forget_host_events",
                       "source_forget_inventory", "source_forget_port_labels",
                       "source_forget_optics_readings", "source_forget_optics_thresholds",
                       "source_forget_transceivers", "source_forget_sources"):
@@ -904,29 +937,55 @@ class Store:
                         guids=[g for g, _, _ in wanted], ports=[p for _, p, _ in wanted],
                         counters=[c for _, _, c in wanted])
 
+    # -- identity (issue #21) ---------------------------------------------------------------
+
+    def identity(self) -> str:
+        """This database's id (a UUID written when it was created, migration 0013): export
+        records it with each fabric's partitions, so two databases never share one silently."""
+        rows = self.run("database_identity")
+        if not rows or not rows[0][0]:
+            raise AuditorError(f"{self.path}: the database has no identity (its "
+                               "database_identity table is empty)")
+        return str(rows[0][0])
+
     # -- export (issue #15) -----------------------------------------------------------------
 
     def export_day(self, table: str, day: datetime, path: Path) -> None:
         """Write the rows of `table` (nodes, links, port_events, counters, jobs) of the UTC day
-        starting at `day` as one Parquet file at `path` (queries/export_<table>.sql)."""
-        self.run(_EXPORTED[table], day=utc_naive(day), path=str(path))
+        starting at `day` as one Parquet file at `path` (queries/export_<table>.sql). A file
+        that cannot be written is an OSError whose strerror is the system's reason."""
+        with _file_errors():
+            self.run(_EXPORTED[table], day=utc_naive(day), path=str(path))
 
     def export_rows(self, table: str, columns: dict[str, list[Any]], path: Path) -> None:
         """Write rows the analysis made (flaps, suspects), given as columns, as one Parquet file
-        at `path` (queries/export_<table>.sql names and types the columns)."""
-        self.run(_EXPORTED[table], path=str(path), **columns)
+        at `path` (queries/export_<table>.sql names and types the columns); OSError as above."""
+        with _file_errors():
+            self.run(_EXPORTED[table], path=str(path), **columns)
 
     @staticmethod
-    def read_exports(query: str, files: Sequence[Path], **params: Any) -> list[dict[str, Any]]:
-        """Run queries/<query>.sql over Parquet files of exports (`$files`) in an in-memory
-        DuckDB: no database file is opened or created."""
-        con = duckdb.connect()
+    def read_export_files(query: str, files: Sequence[tuple[Path, dict[str, Any]]]
+                          ) -> list[list[dict[str, Any]] | str]:
+        """Run queries/<query>.sql over each Parquet file of an export (`$file`) with that
+        file's own parameters, in one in-memory DuckDB (no database file is opened). Per file,
+        its rows, or why it could not be read: a corrupt or foreign file is the caller's
+        warning, and the others are still read. The path is handed over literally
+        (`literal_path`), never as a glob."""
+        con = duckdb.connect(config=_CONNECT_CONFIG)
+        out: list[list[dict[str, Any]] | str] = []
         try:
-            cur = con.execute(sql.load(query), {"files": [str(f) for f in files], **params})
-            cols = [d[0] for d in cur.description or []]
-            return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+            text = sql.load(query)
+            for path, params in files:
+                try:
+                    cur = con.execute(text, {**params, "file": literal_path(path)})
+                    cols = [d[0] for d in cur.description or []]
+                    out.append([dict(zip(cols, row, strict=True)) for row in cur.fetchall()])
+                except duckdb.Error as exc:
+                    lines = str(exc).strip().splitlines()
+                    out.append(lines[0][:300] if lines else type(exc).__name__)
         finally:
             con.close()
+        return out
 
     # -- switch-side collection ---------------------------------------------------------------
 
@@ -1180,6 +1239,28 @@ class Store:
     def maintenance(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
         return self.run_dicts("maintenance_window", since=utc_naive(since),
                               until=utc_naive(until))
+
+    # -- host events (issue #20) -----------------------------------------------------------------
+
+    def add_host_events(self, source_id: int, rows: Sequence[HostEvent]) -> None:
+        if rows:
+            self.run("host_events_insert", source_id=source_id, host=[r.host for r in rows],
+                     event_at=[utc_naive(r.at) for r in rows], kind=[r.kind for r in rows],
+                     end_at=[_naive_or_none(r.end_at) for r in rows],
+                     reason=[r.reason for r in rows], line_no=[r.line_no for r in rows],
+                     message=[r.message for r in rows])
+
+    def host_events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Boots, crashes and Slurm node states touching [since, until], oldest first."""
+        return self.run_dicts("host_events_window", since=utc_naive(since),
+                              until=utc_naive(until))
+
+    def host_event_hosts(self) -> dict[str, set[str]]:
+        """Source kind (slurm-events, slurmctld, boots, dmesg) -> the host names it speaks of."""
+        out: dict[str, set[str]] = {}
+        for host, kind in self.run("host_events_hosts"):
+            out.setdefault(kind, set()).add(host)
+        return out
 
     # -- inventory and replacements --------------------------------------------------------------
 

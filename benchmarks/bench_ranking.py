@@ -19,8 +19,19 @@ blame) and ranks each one twice on the same evidence: without the healthy-job ev
 issue #15 (before) and with it (after). It prints both, and where each harmless link ranks
 among the link suspects (`-`: not a suspect; `U` a leaf uplink, `H` a host's cable).
 
-    python benchmarks/bench_ranking.py [--seeds 1 2 3] [--quick] [--kind old|realistic|both]
-                                       [--match-logs] [--harmless N]
+`--kind reboot` (issue #20) runs three settings with hosts that crash and reboot undeclared
+while they run a job (`host_reboots`, 3 by default, `--reboots N`): one rail with only sacct's
+NODE_FAIL to tell; eight rails, the REALISTIC preset, without Slurm events or boot records;
+the same with both (slurm/events.txt, slurm/slurmctld.log, boots/). Per run it prints recall@K
+and false blames as above, how many of the top K are cables of a crashed host (`h.cab`, also
+counted as false blames), how many crashed hosts a `host` suspect names (`host`), and the
+ranking's network-caused jobs against truth's (`net/truth`, with the jobs the crashes killed
+in `killed`: NODE_FAIL and FAILED). Its seeds default to 1-10. The targets: no crashed host's
+cable in the top K, recall@K >= 0.95, network-caused jobs within 10 % of truth.
+
+    python benchmarks/bench_ranking.py [--seeds 1 2 3] [--quick]
+                                       [--kind old|realistic|both|reboot] [--match-logs]
+                                       [--harmless N] [--reboots N]
 """
 
 from __future__ import annotations
@@ -38,6 +49,14 @@ from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 SIZES = [(4, 8, 8), (8, 16, 16), (16, 32, 16), (32, 64, 16), (64, 128, 16)]
 # 8 rails: leaves come in groups of 8, so 32, 64 and 128 hosts.
 REALISTIC_SIZES = [(8, 16, 16), (8, 32, 16), (16, 64, 16)]
+# Host reboots (issue #20): (setting, options, sizes); `host_reboots` is added from --reboots.
+REBOOT_SETTINGS: list[tuple[str, ScenarioOptions, list[tuple[int, int, int]]]] = [
+    ("1 rail, NODE_FAIL only", {"host_records": "none"}, [(4, 8, 8), (8, 16, 16)]),
+    ("8 rails, realistic, no host records", {**REALISTIC, "host_records": "none"},
+     [(8, 16, 16), (8, 32, 16)]),
+    ("8 rails, realistic, Slurm events and boot records", {**REALISTIC, "host_records": "both"},
+     [(8, 16, 16), (8, 32, 16)]),
+]
 
 
 def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
@@ -132,18 +151,75 @@ def _median(ranks: list[int | None]) -> str:
     return "-" if mid is None or mid == 10**6 else str(mid)
 
 
+def run_reboots(setting: str, sizes: list[tuple[int, int, int]], seeds: list[int],
+                options: ScenarioOptions, match_logs: bool) -> None:
+    recalls: list[float] = []
+    false_total = cables_total = found = crashed = near = runs = 0
+    gaps: list[float] = []
+    print(f"\nhost reboots: {setting}"
+          f"{' (job logs matched by host and time)' if match_logs else ''}")
+    print(f"{'fabric':>14} {'seed':>4} {'K':>3} {'recall@K':>8} {'false':>5} {'h.cab':>5} "
+          f"{'host':>5} {'net/truth':>9} {'killed':>9} {'records':>8} {'time':>6}")
+    for spines, leaves, hosts in sizes:
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp) / "scenario"
+                t = time.perf_counter()
+                generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
+                         **options)
+                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
+                took = time.perf_counter() - t
+            killed = [j["state"] for j in truth["host_failed_jobs"]]
+            runs += 1
+            recalls.append(score.recall)
+            false_total += len(score.false_blames)
+            cables_total += len(score.host_cable_blames)
+            found += score.host_suspects_found
+            crashed += len(score.crashed_hosts)
+            truth_net = score.network_jobs_truth
+            gap = (score.network_jobs - truth_net) / truth_net if truth_net else 0.0
+            gaps.append(gap)
+            near += abs(gap) <= 0.10
+            nf, fl = killed.count("NODE_FAIL"), killed.count("FAILED")
+            ingested = ",".join(k.split("-")[-1][:5] for k in score.host_records_ingested)
+            print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {score.k:>3} "
+                  f"{score.recall:>8.2f} {len(score.false_blames):>5} "
+                  f"{len(score.host_cable_blames):>5} "
+                  f"{score.host_suspects_found:>2}/{len(score.crashed_hosts):<2} "
+                  f"{score.network_jobs:>4}/{truth_net:<4} {f'{nf}NF+{fl}F':>9} "
+                  f"{ingested or '-':>8} {took:>5.1f}s")
+            for blame in score.false_blames:
+                print(f"      false blame: {blame}")
+    print(f"\n{setting}: runs: {runs}; mean recall@K {statistics.mean(recalls):.3f} "
+          f"(target >= 0.95); false blames in top K: {false_total}, of them crashed hosts' "
+          f"cables: {cables_total} (target 0); crashed hosts named by a host suspect: "
+          f"{found}/{crashed}; network-caused jobs within 10 % of truth: {near}/{runs} "
+          f"(mean gap {statistics.mean(gaps):+.0%})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="default 1 2 3 (1-10 for --kind reboot)")
     ap.add_argument("--quick", action="store_true", help="only the two smallest sizes")
-    ap.add_argument("--kind", choices=("old", "realistic", "both"), default="both",
-                    help="the default scenarios, the REALISTIC preset, or both (default)")
+    ap.add_argument("--kind", choices=("old", "realistic", "both", "reboot"), default="both",
+                    help="the default scenarios, the REALISTIC preset, both (default), or the "
+                         "three host-reboot settings (issue #20)")
     ap.add_argument("--match-logs", action="store_true",
                     help="ingest the job logs without their job ids (matched by host and time)")
     ap.add_argument("--harmless", type=int, default=0, metavar="N",
                     help="N harmless links per scenario; rank with and without the healthy-job "
                          "evidence (#15)")
+    ap.add_argument("--reboots", type=int, default=3, metavar="N",
+                    help="--kind reboot: hosts that crash per scenario (default 3)")
     args = ap.parse_args()
+    if args.kind == "reboot":
+        for setting, options, sizes in REBOOT_SETTINGS:
+            run_reboots(setting, sizes[:1] if args.quick else sizes,
+                        args.seeds or list(range(1, 11)),
+                        {**options, "host_reboots": args.reboots}, args.match_logs)
+        return
+    args.seeds = args.seeds or [1, 2, 3]
     if args.kind in ("old", "both"):
         run_kind("old", SIZES[:2] if args.quick else SIZES, args.seeds, {}, args.match_logs,
                  args.harmless)

@@ -4,8 +4,11 @@
 --   * LinkDownedCounter increases above 0 over ($flaps_since, $until] (the flaps' window), and
 --   * every other counter's increases over ($since, $until]: those that are not 0, and all of
 --     SymbolErrorCounter's (its quiet intervals count in a port's BER),
+--   * and in both windows every reset (a reading below the one before: a reboot, a driver
+--     reload, a `perfquery -R`), whatever its delta: an HCA's counters restarting is evidence
+--     that its host rebooted (issue #20),
 -- each row exactly as counter_deltas.sql run over that window returns it (guid, port, counter,
--- prev_at, seen_at, delta, saturated), ordered as it orders them.
+-- prev_at, seen_at, delta, reset, saturated), ordered as it orders them.
 -- A window's readings start at the last counter snapshot before it, so the two windows read
 -- different readings; a series (one counter of one port) is read in one window only, so each
 -- reading is kept when its counter's window holds it and the steps run over those. An "implied
@@ -72,13 +75,14 @@ deltas as (
     select o.guid, o.port, o.counter, o.prev_at, o.seen_at,
            case when o.value >= o.prev_value then o.value - o.prev_value else o.value end
                as delta,
+           o.value < o.prev_value as reset,
            coalesce(o.value >= (cast(1 as hugeint) << w.bits) - 1, false) as saturated
     from ordered o
     left join counter_widths w on w.counter = o.counter
     where o.prev_value is not null and o.seen_at > o.after and o.seen_at <= $until
 )
-select guid, port, counter, prev_at, seen_at, delta, saturated
+select guid, port, counter, prev_at, seen_at, delta, reset, saturated
 from deltas
-where case when counter = 'LinkDownedCounter' then delta > 0
-           else delta <> 0 or counter = 'SymbolErrorCounter' end
+where reset or case when counter = 'LinkDownedCounter' then delta > 0
+                    else delta <> 0 or counter = 'SymbolErrorCounter' end
 order by guid, port, counter, seen_at;

@@ -1,8 +1,10 @@
--- `auditor fleet`: per fabric and day, how many flaps the export holds ($files: the Parquet
--- files of `<export>/flaps/fabric=*/day=*/`).
-select fabric, cast(day as varchar) as day, count(*) as flaps,
+-- `auditor fleet`: how many flaps one fabric's day in an export holds, and how many of them
+-- are still down ($file: its one Parquet file, named literally; $fabric and $day come from its
+-- checked path). The columns are cast to what export writes, so a file of another shape fails
+-- here (the caller warns and reads the rest).
+select $fabric as fabric, $day as day, count(*) as flaps,
        count(*) filter (where up_at is null) as still_down
-from read_parquet($files, hive_partitioning = true, hive_types_autocast = false)
-where cast(day as varchar) >= $first_day and cast(day as varchar) <= $last_day
-group by fabric, day
-order by fabric, day;
+from (
+    select cast(down_at as timestamp) as down_at, cast(up_at as timestamp) as up_at
+    from read_parquet($file, hive_partitioning = false)
+);

@@ -43,14 +43,19 @@ class Sshd:
             self.proc.wait()
 
 
-def start_sshd(folder: Path) -> Sshd:
+def start_sshd(folder: Path, forced_command: Path | None = None) -> Sshd:
+    """`forced_command`: a program sshd runs instead of every command the client asks for
+    (authorized_keys `command=`; the request is in $SSH_ORIGINAL_COMMAND), as a host whose
+    root decides what its sshd answers."""
     folder.mkdir(parents=True, exist_ok=True)
     host_key, client_key = folder / "host_ed25519", folder / "client_ed25519"
     for key in (host_key, client_key):
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
                        check=True)
     authorized = folder / "authorized_keys"
-    shutil.copy(client_key.with_suffix(".pub"), authorized)
+    public = client_key.with_suffix(".pub").read_text()
+    options = f'command="{forced_command}",no-pty ' if forced_command else ""
+    authorized.write_text(options + public)
     authorized.chmod(0o600)
     port = free_port()
     known = folder / "known_hosts"

@@ -30,7 +30,7 @@ COUNTERS = ("LinkDownedCounter", "SymbolErrorCounter", "LocalLinkIntegrityErrors
 PORTS = (("0xa", 1), ("0xa", 2), ("0xb", 1), ("0xa", None))
 VALUES = st.one_of(st.sampled_from([0, 1, 2, 15, 255, 65535, 65534, 2**32 - 1]),
                    st.integers(0, 40))
-KEEP = ("guid", "port", "counter", "prev_at", "seen_at", "delta", "saturated")
+KEEP = ("guid", "port", "counter", "prev_at", "seen_at", "delta", "reset", "saturated")
 _serial = count()
 
 
@@ -70,10 +70,10 @@ def _fill(store: Store, snaps: list[tuple[str, int, int, list[Any]]]) -> None:
 def _expected(store: Store, flaps_since: datetime, since: datetime,
               until: datetime) -> list[dict[str, Any]]:
     downs = [{k: d[k] for k in KEEP} for d in store.counter_deltas(flaps_since, until)
-             if d["counter"] == "LinkDownedCounter" and d["delta"] > 0]
+             if d["counter"] == "LinkDownedCounter" and (d["delta"] > 0 or d["reset"])]
     rest = [{k: d[k] for k in KEEP} for d in store.counter_deltas(since, until)
             if d["counter"] != "LinkDownedCounter"
-            and (d["delta"] != 0 or d["counter"] == "SymbolErrorCounter")]
+            and (d["delta"] != 0 or d["reset"] or d["counter"] == "SymbolErrorCounter")]
     return sorted(downs + rest, key=lambda d: (d["guid"], d["port"], d["counter"], d["seen_at"]))
 
 
@@ -121,7 +121,8 @@ def test_the_flaps_window_reaches_a_snapshot_the_ranking_window_does_not(store: 
     assert rows == _expected(store, flaps_since, since, until)
     # LinkDownedCounter over the flaps' window: 3 -> 0 (implied at 2:00) -> 4 (perfquery)
     assert [(d["counter"], d["delta"], d["seen_at"].hour) for d in rows] == [
-        ("LinkDownedCounter", 4, 3), ("SymbolErrorCounter", 3, 5)]
+        ("LinkDownedCounter", 0, 2), ("LinkDownedCounter", 4, 3), ("SymbolErrorCounter", 3, 5)]
+    assert [d["reset"] for d in rows] == [True, False, False]
 
 
 def test_ber_reads_only_the_data_counter_asked_of_each_port(store: Store) -> None:

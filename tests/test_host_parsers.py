@@ -14,6 +14,11 @@ Fixture provenance:
   research notes: switch/syslog-samples.txt section 5.
 * dmesg/dmesg_T_local_time_plus_0100: the plain_monotonic_cable_plugged_link_up lines converted
   to `dmesg -T` form for a host at UTC+1 booted 2026-11-29 21:23:53 local.
+* dmesg/plain_monotonic_boot_banner_dsm_4_4: verbatim dmesg lines of fbelavenuto/arpl#621 (the
+  `Command line:` line, which holds serial numbers and MACs, left out);
+  dmesg/syslog_rfc3164_boot_banner_no_year: verbatim line of systemd/systemd#28981;
+  dmesg/journal_short_iso_two_boots_banner: the arpl#621 lines converted to journal form for two
+  boots (each .json says so in its "about").
 * dmesg/journal_short_iso_ipoib_flap: the linux-rdma IPoIB lines and the cubecos `eth1: Link up`
   line converted to `journalctl -k -o short-iso` form; the `Event 10` and `eth1: Link down`
   lines are constructed from the same format strings (no captured link-down line is public).
@@ -67,6 +72,14 @@ def _event_records(result: DmesgResult) -> list[dict[str, Any]]:
     return records
 
 
+def _boot_records(result: DmesgResult) -> list[dict[str, Any]]:
+    return [
+        {"host": b.host, "at": b.at.isoformat(), "kind": b.kind, "end_at": b.end_at,
+         "reason": b.reason, "line_no": b.line_no}
+        for b in result.boots
+    ]
+
+
 def _run_dmesg(text: str, params: dict[str, Any]) -> DmesgResult:
     boot = params["boot_time"]
     return parse_dmesg(
@@ -103,7 +116,8 @@ def test_fixture(path: Path) -> None:
         assert _event_records(result) == expected["events"]
         assert [list(u) for u in result.unparsed] == expected["unparsed"]
         assert result.ignored == expected["ignored"]
-        for event in result.events:
+        assert _boot_records(result) == expected.get("boots", [])
+        for event in [*result.events, *result.boots]:
             assert text.split("\n")[event.line_no - 1].endswith(event.message)
 
 
@@ -500,8 +514,10 @@ def test_fuzz_dmesg_never_raises(text: str, boot: datetime | None, offset: int) 
     tz = timezone(timedelta(minutes=offset))
     result = parse_dmesg(text, host="h", boot_time=boot, tz=tz)
     lines = text.replace("\r\n", "\n").split("\n")
-    counted = len(result.events) + len(result.unparsed) + result.ignored
+    counted = len(result.events) + len(result.boots) + len(result.unparsed) + result.ignored
     assert counted == sum(1 for line in lines if line.strip())
+    for boot in result.boots:
+        assert boot.at.tzinfo is UTC and boot.host == "h" and boot.kind == "boot"
     for event in result.events:
         assert event.at.tzinfo is UTC and event.device == "h"
         assert 1 <= event.line_no <= len(lines)

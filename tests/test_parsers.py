@@ -159,6 +159,8 @@ def test_every_parser_module_has_fixtures() -> None:
         ("node01 mlx4_1", NodeName("node01", device="mlx4_1")),
         ("cn042 hfi1_0", NodeName("cn042", device="hfi1_0")),
         ("login1 ibp65s0", NodeName("login1", device="ibp65s0")),
+        ("node-17 HCA-2", NodeName("node-17", device="HCA-2")),
+        ("dgx0014 mlx5_3", NodeName("dgx0014", device="mlx5_3")),
         ("Quantum Mellanox Technologies", NodeName("Quantum Mellanox Technologies")),
         (
             "MT4123 ConnectX6   Mellanox Technologies",

@@ -42,7 +42,7 @@ from functools import lru_cache
 from typing import Any
 
 from auditor import graph
-from auditor.analyse import ber
+from auditor.analyse import ber, hosts
 from auditor.analyse.flaps import LOOKBACK, Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
 from auditor.analyse.healthy import HealthyJob, healthy_jobs
@@ -68,7 +68,10 @@ WATCHDOG_BEFORE = timedelta(seconds=60)
 WATCHDOG_AFTER = timedelta(seconds=10)
 # A flap measured on second-resolution stamps may read a little short of its true length.
 DURATION_TOLERANCE_S = 0.5
-NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}
+NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}  # the failed jobs the correlation reads
+# Slurm ends a job NODE_FAIL when it sets one of its nodes DOWN: its host went away, not the
+# network, unless a link of the job died first by the usual rules (issue #20).
+HOST_STATE = "NODE_FAIL"
 # A switch reboot takes all its ports down within a second or two; give clock skew room.
 COMMON_MODE_WINDOW = timedelta(seconds=30)
 
@@ -97,11 +100,16 @@ class LinkEvidence:
     failovers: list[dict[str, Any]] = field(default_factory=list)
     # COMPLETED jobs whose traffic crossed it through a flap longer than they could wait (#15)
     healthy: list[HealthyJob] = field(default_factory=list)
+    # a single-rail host's cable with a reboot-long flap and no host records (#20): why the
+    # verdict cannot rule out the host
+    host_note: str = ""
 
 
 @dataclass(slots=True)
 class NodeEvent:
-    """A common-mode event: many ports of one node down together."""
+    """A common-mode event: many ports of one switch down together, or a host that went away
+    (its rails down together, or a flap its own or Slurm's records tie to it: analyse/hosts.py).
+    A host event's `guid` is its lowest HCA node GUID (the suspect's end) and `host` its name."""
 
     guid: str
     at: datetime
@@ -110,6 +118,12 @@ class NodeEvent:
     flaps: list[Flap]
     jobs: list[dict[str, Any]] = field(default_factory=list)
     maintenance: bool = False
+    host: str | None = None
+    rails_down: int = 0  # of `rails`, the host's linked HCA ports
+    rails: int = 0
+    why: set[str] = field(default_factory=set)  # rails, records, counters, node_fail, nccl
+    said: list[str] = field(default_factory=list)  # that evidence in words
+    boot_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -132,6 +146,18 @@ class Evidence:
     watch: WatchList | None = None
     # the port events gather read (from a day before the lookback to `until`), oldest first
     events: list[dict[str, Any]] = field(default_factory=list)
+    jobs_host: int = 0  # failed jobs killed by their host going away (issue #20)
+    hosts: HostCoverage | None = None  # what host evidence the window had
+
+
+@dataclass(slots=True)
+class HostCoverage:
+    """Which hosts had host evidence (boot records, Slurm node events), for the coverage notes
+    and for the cables of single-rail hosts that no record can clear."""
+
+    hosts: int = 0  # fabric hosts with HCA links
+    by_source: dict[str, int] = field(default_factory=dict)  # source kind -> hosts it names
+    without: list[str] = field(default_factory=list)  # hosts no host-event source names
 
 
 def link_of(ends: list[PortKey]) -> LinkKey:
@@ -196,9 +222,9 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
         total = linked.get(guid, 0)
         if node is None or total < 2:
             continue
-        need = max(cfg.common_mode_min_ports, int(total * cfg.common_mode_fraction + 0.5))
         if node.node_type == NodeType.HCA:
-            need = total  # a host event takes every one of its HCA links down
+            continue  # a host's HCAs are judged together (analyse/hosts.py)
+        need = max(cfg.common_mode_min_ports, int(total * cfg.common_mode_fraction + 0.5))
         items.sort(key=lambda fp: fp[0].down_at or datetime.min)  # noqa: DTZ901
         i = 0
         while i < len(items):
@@ -496,18 +522,23 @@ _HOW = {
 def _fault_window(view: _JobView, death: DeathTime, start: datetime, end: datetime
                   ) -> tuple[datetime, datetime, str]:
     """When the fault that killed the job began, as an interval, and where that comes from:
-    the first network error less the death time, else a watchdog timeout, else sacct."""
+    the first network error less the death time (a port-error async event is printed when the
+    port goes down, not when NCCL gives up: it is the fault's own moment), else a watchdog
+    timeout, else sacct."""
     net = [e for e in view.errors if e["network"]]
     lo_d, hi_d = timedelta(seconds=min(death.lo, 1e6)), timedelta(seconds=min(death.hi, 1e6))
     if net:
         spans = [_interval(e, start, end) for e in net]
-        # The first error lies before every error's upper bound and after the lowest lower one.
-        first_lo = min(sp[0] for sp in spans)
-        first_hi = min(sp[1] for sp in spans)
+        # The fault lies before every error's upper bound and after the lowest lower one.
+        now = [e["kind"] == "async_event" for e in net]
+        first_lo = min(sp[0] - (timedelta(0) if at_once else hi_d)
+                       for sp, at_once in zip(spans, now, strict=True))
+        first_hi = min(sp[1] - (timedelta(0) if at_once else lo_d)
+                       for sp, at_once in zip(spans, now, strict=True))
         how = _HOW.get(frozenset(sp[2] for sp in spans),
                        "its NCCL errors: stamped, and untimed ones bounded by the stamped "
                        "lines around them or by sacct Start")
-        return max(start, first_lo - hi_d), max(start, first_hi - lo_d), how
+        return max(start, min(first_lo, first_hi)), max(start, first_hi), how
     hung = [e for e in view.errors if e["kind"] == "watchdog_timeout" and e["ran_ms"]
             and e["event_at"] is not None]
     if hung:
@@ -537,7 +568,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # needed: two workers take them in turn.
     pending_small = store.in_background(lambda s: (
         s.events(look_from - LOOKBACK, until), s.maintenance(look_from, until),
-        s.host_addresses()))
+        s.host_addresses(), s.host_events(look_from - hosts.NOTICE, late_until),
+        s.host_event_hosts()))
     pending_steps = store.in_background(lambda s: s.counter_steps(look_from, since, until))
     pending_logs = store.in_background(lambda s: (
         s.job_logs(look_from, late_until, jobs_since=since),
@@ -550,8 +582,13 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     peers = store.port_peers(until)
     # The events are read once: the flaps and the coverage notes (analyse/coverage.py) both
     # need them.
-    events, maintenance, addresses = pending_small.result()
+    events, maintenance, addresses, host_rows, host_known = pending_small.result()
     steps = pending_steps.result()
+    rails = hosts.rails(fabric, peers, aliases)
+    # An HCA's counters restart when its host reboots or its driver reloads: a reset is boot
+    # evidence, and what the counters read after it is no new error (issue #20).
+    restarted = hosts.restarts(steps, rails)
+    steps = [d for d in steps if not (d["reset"] and (d["guid"], d["port"]) in rails.host_of)]
     all_flaps = flaps(store, look_from, until, peers, events,
                       [d for d in steps if d["counter"] == "LinkDownedCounter"])
     windows = _maintenance_targets(maintenance, fabric)
@@ -559,20 +596,15 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
     rest = [f for f in all_flaps if id(f) not in maint]
     node_events = _common_mode(rest, fabric, cfg)
-    event_of = {id(f): node_ev for node_ev in node_events for f in node_ev.flaps}
+    switch_flaps = {id(f) for nev in node_events for f in nev.flaps}
 
+    # The links the window's flaps touch, in the order they come (which flaps count against
+    # them is decided once the host events are known, below).
     links: dict[LinkKey, LinkEvidence] = {}
-    for f in all_flaps:
-        if f.down_at is None or (f.down_at < since and (f.up_at or until) < since):
-            continue
-        link = link_of(f.ends)
-        lev = links.setdefault(link, LinkEvidence(link))
-        if id(f) in event_of:
-            lev.common_mode_flaps += 1
-        elif id(f) in maint:
-            lev.maintenance_flaps += 1
-        elif f.down_at >= since or f.up_at is None or f.up_at >= since:
-            lev.flaps.append(f)
+    shown = [f for f in all_flaps
+             if f.down_at is not None and not (f.down_at < since and (f.up_at or until) < since)]
+    for f in shown:
+        links.setdefault(link_of(f.ends), LinkEvidence(link_of(f.ends)))
     symbols = _counter_evidence([d for d in steps if d["counter"] != "LinkDownedCounter"],
                                 peers, links)
     # Read while the snapshots are compared and the hosts indexed (which add no evidence:
@@ -624,25 +656,26 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
             views[job_id].errors.append(e)
         elif e["event_at"] is not None and (who := resolver.host(e["host"])):
             errors_by_host[who].append(e)
-    flaps_by_link: dict[LinkKey, list[Flap]] = defaultdict(list)
-    for f in all_flaps:
-        if f.down_at is not None:
-            flaps_by_link[link_of(f.ends)].append(f)
-    cables = _Cables(g, set(flaps_by_link))
-    failed = failed_net = failed_other = unexplained = 0
+    # The failed jobs, first as facts (their hosts, errors, NCCL death time and fault window):
+    # a NODE_FAIL or a job whose peers lost one host is host evidence, read before the host
+    # events are judged; then each job is blamed (below).
+    failed = failed_net = failed_other = failed_host = unexplained = 0
     no_logs: list[str] = []
+    dead: list[_FailedJob] = []
+    node_fail: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+    nccl_ends: dict[str, list[hosts.NcclEndpoint]] = defaultdict(list)
     for job in pending_ended.result():
         if job["state"] not in NETWORK_STATES and job["state"] != "OUT_OF_MEMORY":
             continue
         if job["end_at"] is None or not since <= job["end_at"] <= until:
             continue
         failed += 1
-        hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
+        job_hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
         start, end = job["start_at"] or job["end_at"], job["end_at"]
         late = end + timedelta(minutes=10)
         view = views.get(job["job_id"]) or _JobView([], [], {})
         mine = view.errors + [
-            e for h in set(hosts) for e in errors_by_host.get(h, [])
+            e for h in set(job_hosts) for e in errors_by_host.get(h, [])
             if start <= e["event_at"] <= late]
         if job["job_id"] not in views and not mine:
             no_logs.append(job["job_id"])
@@ -664,11 +697,61 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                   "hosts": len(job["hosts"]),
                   "fault_between": (fault_lo, fault_hi), "timed_by": timed_by,
                   "nccl_rule": death.rule}
+        endpoint = hosts.nccl_endpoint(net, resolver.host)
+        if endpoint is not None:
+            nccl_ends[endpoint[0]].append(hosts.NcclEndpoint(
+                endpoint[0], job["job_id"], fault_lo, fault_hi, endpoint[1], endpoint[2]))
+        if job["state"] == HOST_STATE:
+            for fabric_host in set(job_hosts):
+                node_fail[fabric_host].append((end, job["job_id"]))
+        dead.append(_FailedJob(job, job_hosts, start, end, net, death, fault_lo, fault_hi,
+                               record, endpoint[0] if endpoint else None))
+
+    # -- hosts that went away (issue #20) -------------------------------------------------
+    records: dict[str, list[hosts.HostRecord]] = defaultdict(list)
+    for row in host_rows:
+        if (resolved := resolver.host(row["host"])) is not None:
+            records[resolved].append(hosts.HostRecord(
+                resolved, row["at"], row["kind"], row["end_at"], row["reason"] or "",
+                row["source_kind"]))
+    facts = hosts.HostFacts(records, restarted, node_fail, nccl_ends, {
+        kind: {name for x in names_of if (name := resolver.host(x))}
+        for kind, names_of in host_known.items()})
+    for hev in hosts.find([f for f in rest if id(f) not in switch_flaps], rails, facts, cfg,
+                          until):
+        node_events.append(NodeEvent(
+            rails.hcas[hev.host][0] if rails.hcas.get(hev.host) else hev.host,
+            hev.at, hev.up_at, set(), hev.flaps, host=hev.host, rails_down=hev.rails_down,
+            rails=hev.rails, why=hev.why, said=hev.said, boot_at=hev.boot_at))
+    event_of = {id(f): nev for nev in node_events for f in nev.flaps}
+    host_events_of: dict[str, list[NodeEvent]] = defaultdict(list)
+    for nev in node_events:
+        if nev.host is not None:
+            host_events_of[nev.host].append(nev)
+    for f in shown:
+        lev = links[link_of(f.ends)]
+        if id(f) in event_of:
+            lev.common_mode_flaps += 1
+        elif id(f) in maint:
+            lev.maintenance_flaps += 1
+        elif f.down_at is not None and (f.down_at >= since or f.up_at is None
+                                        or f.up_at >= since):
+            lev.flaps.append(f)
+
+    flaps_by_link: dict[LinkKey, list[Flap]] = defaultdict(list)
+    for f in all_flaps:
+        if f.down_at is not None:
+            flaps_by_link[link_of(f.ends)].append(f)
+    cables = _Cables(g, set(flaps_by_link))
+    for fj in dead:
+        job, start, end, net, death = fj.job, fj.start, fj.end, fj.net, fj.death
+        fault_lo, fault_hi, record, job_hosts = fj.fault_lo, fj.fault_hi, fj.record, fj.hosts
         # The rails its errors name (an HCA per error); none named: every rail of its hosts.
         named = {(h, e["hca"]) for e in net if e["hca"] and (h := resolver.host(e["host"]))}
         devices = {d for _, d in named}
-        guids = hcas.rail(hosts, devices) if devices else []
-        footprint = _footprint(cables, guids or [x for h in hosts for x in hcas.of.get(h, [])])
+        guids = hcas.rail(job_hosts, devices) if devices else []
+        footprint = _footprint(cables, guids or [x for h in job_hosts
+                                                 for x in hcas.of.get(h, [])])
         # The HCA cables the job's own errors point at: the HCA each names, or every HCA of a
         # reporting host whose errors name none (WARN-only logs of NCCL < 2.22).
         reporters = {h for e in net if (h := resolver.host(e["host"]))}
@@ -678,6 +761,19 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                        for lk in cables.of(guid)}
         suspects = _killers([(lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])],
                             named_links, (fault_lo, fault_hi), death, start, cfg)
+        by_host = _blame_host(fj, suspects, event_of, host_events_of)
+        if by_host is not None:
+            # Killed by its host, not by the network (issue #20): the host suspect takes it,
+            # and its errors vote for no cable.
+            failed_host += 1
+            gone_with, rule = by_host
+            if gone_with is not None:
+                gone_with.jobs.append(record | {"killed_by": "host", "host_rule": rule})
+            continue
+        if job["state"] == HOST_STATE and suspects:
+            record = record | {"state_note": (
+                "ended NODE_FAIL, but a link of it died first by the usual rules: counted as "
+                "the network's")}
         pairs = _pair_paths(g, net, resolver, hcas, cables)
         # Links that went down with a whole switch or host, or in maintenance, around the
         # fault: the job's errors on them are that event's, not the cable's.
@@ -750,7 +846,98 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     for link, found in crossed.items():
         links[link].healthy = found
     return Evidence(fabric, since, until, links, node_events, failed, failed_net, failed_other,
-                    unexplained, names, no_logs, watch, events)
+                    unexplained, names, no_logs, watch, events, failed_host,
+                    _host_coverage(rails, facts, links, fabric))
+
+
+def _host_coverage(rails: hosts.Rails, facts: hosts.HostFacts,
+                   links: dict[LinkKey, LinkEvidence], fabric: Fabric) -> HostCoverage:
+    """Which hosts no boot record or Slurm node event speaks of; and on the cable of each such
+    single-rail host with a flap as long as a reboot, the note that a reboot would look the
+    same (every rail of that host is that one cable)."""
+    known = set().union(*facts.known.values()) if facts.known else set()
+    cov = HostCoverage(len(rails.ports),
+                       {kind: len(names) for kind, names in sorted(facts.known.items())},
+                       sorted(h for h in rails.ports if h not in known))
+    blind = {h for h in cov.without if len(rails.ports[h]) == 1}
+    if not blind:
+        return cov
+    for le in links.values():
+        host = next((rails.host_of[k] for k in le.link if k in rails.host_of), None)
+        if host not in blind:
+            continue
+        long = [f for f in le.flaps if f.counted_from is None and f.down_at is not None
+                and (f.up_at is None or (f.duration_s or 0) >= hosts.MIN_HOST_DOWN_S)]
+        if long:
+            le.host_note = (
+                f"{host} has one rail: a reboot or crash of {host} would look the same as this "
+                "cable's long flap; no boot records (journalctl --list-boots, last -x) or Slurm "
+                "node events (sacctmgr show event, slurmctld.log) of it were ingested: ingest "
+                "one to tell them apart")
+    return cov
+
+
+@dataclass(slots=True)
+class _FailedJob:
+    """One failed job of the window as the blame reads it."""
+
+    job: dict[str, Any]
+    hosts: list[str]  # its fabric hosts
+    start: datetime
+    end: datetime
+    net: list[dict[str, Any]]  # its network error lines
+    death: DeathTime
+    fault_lo: datetime
+    fault_hi: datetime
+    record: dict[str, Any]
+    endpoint: str | None  # the host its peers on several rails lost (hosts.nccl_endpoint)
+
+
+_NEAR = timedelta(minutes=5)
+_WHY = {"rails": "its rails went down together", "records": "its boot or Slurm records",
+        "counters": "its HCA counters restarted", "node_fail": "Slurm's NODE_FAIL",
+        "nccl": "its peers' NCCL errors on several rails"}
+
+
+def _why(ev: NodeEvent) -> str:
+    return ", ".join(_WHY[w] for w in sorted(ev.why) if w in _WHY)
+
+
+def _blame_host(fj: _FailedJob, suspects: list[tuple[datetime, LinkKey, Flap]],
+                event_of: dict[int, NodeEvent], host_events_of: dict[str, list[NodeEvent]]
+                ) -> tuple[NodeEvent | None, str] | None:
+    """Whether a failed job was killed by one of its hosts going away, and by which event, with
+    the rule that says so; None: not by its host (the network's rules apply). A job whose first
+    dead link went down with its host, one that failed while a host of it went away (before any
+    other link of it died), and a NODE_FAIL job with no link of it dead first are its host's."""
+    first = suspects[0] if suspects else None
+    first_ev = event_of.get(id(first[2])) if first is not None else None
+    if first_ev is not None and first_ev.host is not None:
+        return first_ev, (f"its first dead link went down with host {first_ev.host} "
+                          f"({_why(first_ev)})")
+    node_fail = fj.job["state"] == HOST_STATE
+    lo = (fj.start if node_fail else fj.fault_lo) - _NEAR
+    hi = (fj.end if node_fail else fj.fault_hi) + _NEAR
+    around = sorted((ev for h in sorted(set(fj.hosts)) for ev in host_events_of.get(h, [])
+                     if lo <= ev.at <= hi),
+                    key=lambda ev: (ev.host != fj.endpoint, ev.at))
+    if around and around[0].host == fj.endpoint:
+        # Its peers on several rails lost this one host, which said nothing itself: no cable
+        # fault looks like that (007's common element), whatever else flapped in its window.
+        return around[0], (f"its peers on several rails lost host {fj.endpoint}, which went "
+                           f"away then ({_why(around[0])})")
+    if first is not None:
+        # A link of the job died that no host event explains: the network's, unless one of its
+        # hosts had already gone.
+        if not around or min(ev.at for ev in around) >= first[0]:
+            return None
+        gone = min(around, key=lambda ev: ev.at)
+        return gone, f"host {gone.host} went away before any other link of it died ({_why(gone)})"
+    if around:
+        return around[0], f"host {around[0].host} went away as it failed ({_why(around[0])})"
+    if node_fail:
+        return None, "Slurm ended it NODE_FAIL and no link of it died first"
+    return None
 
 
 def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
@@ -836,6 +1023,8 @@ def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
             if link in named_links and f.counted_from <= hi + skew and f.down_at >= lo - skew:
                 out.append((max(f.counted_from, lo), link, f))
             continue
+        if f.up_at is not None and f.up_at <= start:
+            continue  # over before the job began (a host's reboot hours earlier)
         began = max(f.down_at, start)
         if not max(lo - skew, hi - cfg.before) <= began <= hi + skew:
             continue

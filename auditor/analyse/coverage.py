@@ -12,7 +12,11 @@ spots, and an operator knows which switch's syslog forwarding broke:
   by more than a few seconds, consistently (the median over the pairs);
 - hosts never read: fabric hosts the host side (the host sweep, a dmesg file, sysfs counters)
   never told us anything about, so their HCA end is seen only from the switch;
-- failed jobs without a job log: nothing placed their failure on the fabric but time.
+- failed jobs without a job log: nothing placed their failure on the fabric but time;
+- hosts without host evidence (issue #20): no boot record (journalctl --list-boots, last -x,
+  the kernel log) and no Slurm node event (sacctmgr show event, slurmctld.log) names them, so a
+  reboot of such a host is told from a cable fault only by its rails going down together (and
+  on a single-rail host not at all).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class Coverage:
     jobs_failed: int = 0
     jobs_without_logs: list[str] = field(default_factory=list)
     switch_log_lines: int = 0  # port events from switch syslog in the window
+    hosts_without_records: list[str] = field(default_factory=list)  # no boot / Slurm record
+    host_records: dict[str, int] = field(default_factory=dict)  # source kind -> hosts named
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -60,6 +66,8 @@ class Coverage:
             "clock_off_s": {k: round(v, 1) for k, v in sorted(self.clock_off.items())},
             "hosts": self.hosts, "hosts_never_read": self.hosts_never_read,
             "jobs_failed": self.jobs_failed, "jobs_without_logs": self.jobs_without_logs,
+            "hosts_without_records": self.hosts_without_records,
+            "host_records": self.host_records,
             "notes": self.notes,
         }
 
@@ -173,4 +181,16 @@ def blind_spots(store: Store, ev: Evidence) -> Coverage:
     if cov.jobs_without_logs:
         notes.append(f"{len(cov.jobs_without_logs)} of {cov.jobs_failed} failed jobs have no "
                      f"job log: {_names(cov.jobs_without_logs)}")
+    if ev.hosts is not None:
+        cov.host_records = dict(ev.hosts.by_source)
+        cov.hosts_without_records = list(ev.hosts.without)
+        missing = cov.hosts_without_records
+        if missing and len(missing) == ev.hosts.hosts:
+            notes.append("no host evidence: no boot records (journalctl --list-boots, last -x) "
+                         "and no Slurm node events (sacctmgr show event -P, slurmctld.log) were "
+                         "ingested, so a host that rebooted is told from a cable fault only by "
+                         "its rails going down together and by NODE_FAIL jobs")
+        elif missing:
+            notes.append(f"{len(missing)} of {ev.hosts.hosts} hosts have no boot record or "
+                         f"Slurm node event: {_names(missing)}")
     return cov

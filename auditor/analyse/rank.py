@@ -142,6 +142,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                      if "fault_between" in j]
     if healthy_said:
         evidence.append(healthy_said)
+    if le.host_note:
+        evidence.append(le.host_note)
     # Jobs counted as crossing the cable are not "not on this cable"; the others still are.
     unused = le.survived - {h.job_id for h in le.healthy}
     if unused:
@@ -349,8 +351,9 @@ def _job_timing(job: dict[str, Any]) -> str:
             else f"between {lo:%H:%M:%S} and {hi:%H:%M:%S}")
     counted = "; the link-down is known only from LinkDownedCounter" if job.get(
         "counted_flap") else ""
+    note = f"; {job['state_note']}" if job.get("state_note") else ""
     return (f"job {job['job_id']}: the fault began {when} (from {job['timed_by']}); "
-            f"{job['nccl_rule']}{counted}")
+            f"{job['nccl_rule']}{counted}{note}")
 
 
 def _where(end: dict[str, Any]) -> str:
@@ -379,7 +382,47 @@ def _verdict(ends: list[dict[str, Any]], types: set[NodeType], flaps: list[Any],
                      "switch port.")
 
 
+def _host_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
+    """A host that went away (issue #20): its rails' flaps fold under it, its jobs died with
+    it, and the action says to check the host, not its cables."""
+    name = nev.host or nev.guid
+    down = ((nev.up_at - nev.at).total_seconds() if nev.up_at else
+            (ev.until - nev.at).total_seconds())
+    gpu_hours = sum(j["gpu_hours"] for j in nev.jobs)
+    points = 2.0 + 3 * len(nev.jobs) + min(3.0, 0.01 * gpu_hours)
+    evidence = []
+    if nev.flaps:
+        back = f" and came back at {_fmt(nev.up_at)}" if nev.up_at else ", still down"
+        if nev.rails_down >= 2:
+            evidence.append(f"{nev.rails_down} of its {nev.rails} rails went down within 30 s "
+                            f"at {_fmt(nev.at)}{back} ({down:.0f} s): one host event, not "
+                            f"{nev.rails_down} cable faults")
+        else:
+            evidence.append(f"its {'only rail' if nev.rails == 1 else 'rail'} went down at "
+                            f"{_fmt(nev.at)}{back} ({down:.0f} s), as the host went away")
+    evidence += nev.said
+    if nev.jobs:
+        ids = ", ".join(sorted({j["job_id"] for j in nev.jobs})[:5])
+        states = sorted({j["state"] for j in nev.jobs})
+        evidence.append(f"{len(nev.jobs)} job(s) died with it ({ids}; {', '.join(states)}), "
+                        f"{gpu_hours:.0f} GPU-hours lost")
+        evidence += [f"job {j['job_id']}: {j['host_rule']}"
+                     for j in sorted(nev.jobs, key=lambda j: j["job_id"])[:3]]
+    what = (f"rebooted at {_fmt(nev.boot_at)}" if nev.boot_at is not None
+            else f"went away at {_fmt(nev.at)}")
+    died = f"{len(nev.jobs)} job(s) died with it; " if nev.jobs else ""
+    action = (f"{name} {what}; {died}check the host (kernel log, BMC/SEL, GPU Xid, power, "
+              "HCA firmware); do not replace its cables.")
+    return Suspect("host", [{"name": name, "guid": nev.guid, "port": None, "label": ""}],
+                   points, flaps=len(nev.flaps), downtime_s=round(down, 1),
+                   jobs_failed=len(nev.jobs), gpu_hours_lost=round(gpu_hours, 1),
+                   evidence=evidence, action=action, first_at=nev.at,
+                   last_at=nev.up_at, rule_points=_node_rules(False, points))
+
+
 def _node_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
+    if nev.host is not None:
+        return _host_suspect(ev, nev)
     node = ev.fabric.nodes.get(nev.guid)
     is_switch = node is None or node.node_type == NodeType.SWITCH
     name = node.name if node else nev.guid
@@ -506,7 +549,8 @@ def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> 
     return {
         "window": {"since": ev.since.isoformat() + "Z", "until": ev.until.isoformat() + "Z"},
         "jobs": {"failed": ev.jobs_failed, "network": ev.jobs_network,
-                 "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained},
+                 "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained,
+                 "killed_by_host": ev.jobs_host},
         "suspects": [suspect_json(i, s) for i, s in enumerate(shown, 1)],
     }
 
@@ -530,7 +574,8 @@ RULES = {
     "saturated": "counters at their ceiling",
     "degraded": "running below the width or speed its ends can do",
     "switch_event": "many ports of one switch down at once",
-    "host_event": "every HCA link of one host down at once",
+    "host_event": "a host that went away: its rails down together, or a flap its boot or "
+                  "Slurm records, counters, NODE_FAIL or NCCL peers tie to it",
     "optics": "a transceiver diagnostics trend (auditor/analyse/optics.py)",
 }
 

@@ -56,7 +56,7 @@ _ETHTOOL_WRITES = frozenset({"-E", "--change-eeprom", "-s", "--change", "-K", "-
                              "-A", "--pause", "-G", "--set-ring", "-L", "--set-channels", "-C",
                              "--coalesce", "-r", "--negotiate", "-p", "--identify", "-f",
                              "--flash", "-t", "--test", "--reset"})
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$", re.ASCII)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}", re.ASCII)  # fullmatch only
 
 
 def _check_optics(tool: str, args: list[str]) -> None:
@@ -66,14 +66,14 @@ def _check_optics(tool: str, args: list[str]) -> None:
         if arg in writes:
             raise ConfigError(f"{tool} {arg}: would write to the fabric; refused")
     if tool == "ethtool":
-        if len(args) == 2 and args[0] in ("-m", "--module-info") and _NAME.match(args[1]):
+        if len(args) == 2 and args[0] in ("-m", "--module-info") and _NAME.fullmatch(args[1]):
             return
         raise ConfigError(f"ethtool {' '.join(args)[:80]}: only `ethtool -m <interface>` is on "
                           "the read-only allowlist")
     rest, device, show = list(args), None, False
     while rest:
         arg = rest.pop(0)
-        if arg in ("-d", "--device", "-p", "--port") and rest and _NAME.match(rest[0]):
+        if arg in ("-d", "--device", "-p", "--port") and rest and _NAME.fullmatch(rest[0]):
             value = rest.pop(0)
             if arg in ("-d", "--device"):
                 device = value

@@ -8,7 +8,9 @@ that is checked to be an absolute path of plain characters first.
 
 Host keys are checked against known_hosts and never added (paramiko RejectPolicy): a host whose
 key is unknown or changed gets no password. One host's failure is a status in its HostCollection,
-never an exception, so collecting from many hosts always gives one result per host.
+never an exception, so collecting from many hosts always gives one result per host. A command
+that goes past `[hosts] max_output_mb` or `command_timeout_s` (auditor/collect/bounded.py) ends
+its host's session with the status `output_too_large` or `timeout`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Literal
 
 import paramiko
 
+from auditor.collect.bounded import BoundExceededError, CommandTimeoutError, Limits, read_channel
 from auditor.collect.commands import check
 from auditor.collect.runner import CommandResult
 from auditor.config import HostSettings
@@ -31,14 +34,15 @@ from auditor.errors import AuditorError, CollectError, ConfigError
 
 log = logging.getLogger(__name__)
 
-HostStatus = Literal["ok", "partial", "no_hca", "timeout", "auth_failed", "host_key_mismatch",
-                     "parse_failed", "error"]
+HostStatus = Literal["ok", "partial", "no_hca", "timeout", "output_too_large", "auth_failed",
+                     "host_key_mismatch", "parse_failed", "error"]
 
 DEFAULT_SYSFS_ROOT = "/sys/class/infiniband"
 NOT_INSTALLED = 127  # what a POSIX shell exits with for "command not found"
 # The root is pasted into an `sh -c` string, so it may hold only characters no shell treats
-# specially (no spaces, quotes, $, `, ;, |, &, globs, ~) and must be absolute.
-_ROOT_RE = re.compile(r"^(?:/[A-Za-z0-9_.+-]+)+$", re.ASCII)
+# specially (no spaces, quotes, $, `, ;, |, &, globs, ~, newlines) and must be absolute. Every
+# pattern here is used with fullmatch: `$` with match() would let a trailing newline through.
+_ROOT_RE = re.compile(r"(?:/[A-Za-z0-9_.+-]+)+", re.ASCII)
 
 IBSTAT: tuple[str, ...] = ("ibstat",)
 # LC_ALL=C: dmesg -T formats its stamp with strftime, so another locale prints month names the
@@ -55,7 +59,7 @@ def check_sysfs_root(root: str) -> str:
     """The root without a trailing '/', if it is a safe absolute path; else ConfigError."""
     trimmed = root.rstrip("/")
     parts = trimmed.split("/")[1:]
-    if _ROOT_RE.match(trimmed) is None or any(p in (".", "..") for p in parts):
+    if _ROOT_RE.fullmatch(trimmed) is None or any(p in (".", "..") for p in parts):
         raise ConfigError(f"hosts.sysfs_root: {root!r} must be an absolute path of letters, "
                           "digits and _ . + - only")
     return trimmed
@@ -100,8 +104,8 @@ def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
 # from names the host's own sysfs listed, checked against these patterns first: an RDMA device
 # name (mlx5_0, hfi1_0, ibp65s0) and a netdev name (IFNAMSIZ: at most 15 characters), neither
 # starting with "-", so nothing from a host can become a flag, a path or a second command.
-_RDMA_DEVICE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$", re.ASCII)
-_NETDEV = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}$", re.ASCII)
+_RDMA_DEVICE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}", re.ASCII)
+_NETDEV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}", re.ASCII)
 OPTICS_LIST = "optics-list"  # the result name of `ls -1 <sysfs root>`
 OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
 
@@ -109,14 +113,14 @@ OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
 def mlxlink_command(device: str) -> tuple[str, ...]:
     """`mlxlink -d <dev> -m`: the module section only. mlxlink can also toggle a port, change its
     speed or FEC and clear counters; none of those flags is ever built or accepted here."""
-    if not _RDMA_DEVICE.match(device):
+    if not _RDMA_DEVICE.fullmatch(device):
         raise CollectError(f"{device[:40]!r}: not an RDMA device name")
     return ("mlxlink", "-d", device, "-m")
 
 
 def ethtool_command(netdev: str) -> tuple[str, ...]:
     """`ethtool -m <if>`: reads the module EEPROM (ethtool -E would write it; never built)."""
-    if not _NETDEV.match(netdev):
+    if not _NETDEV.fullmatch(netdev):
         raise CollectError(f"{netdev[:40]!r}: not a network interface name")
     return ("ethtool", "-m", netdev)
 
@@ -130,7 +134,7 @@ def _listable(path: str, root: str) -> bool:
     if path == root:
         return True
     prefix, _, device = path.removesuffix("/device/net").rpartition("/")
-    return path.endswith("/device/net") and prefix == root and bool(_RDMA_DEVICE.match(device))
+    return path.endswith("/device/net") and prefix == root and bool(_RDMA_DEVICE.fullmatch(device))
 
 
 def _optics_command(args: tuple[str, ...], root: str) -> bool:
@@ -144,11 +148,11 @@ def _optics_command(args: tuple[str, ...], root: str) -> bool:
             return False
     if len(args) == 4:
         return args[:2] == ("mlxlink", "-d") and args[3] == "-m" \
-            and bool(_RDMA_DEVICE.match(args[2]))
+            and bool(_RDMA_DEVICE.fullmatch(args[2]))
     if len(args) != 3:
         return False
     if args[:2] == ("ethtool", "-m"):
-        return bool(_NETDEV.match(args[2]))
+        return bool(_NETDEV.fullmatch(args[2]))
     return args[:2] == ("ls", "-1") and _listable(args[2], root)
 
 
@@ -193,10 +197,6 @@ class HostCollection:
     results: dict[str, CommandResult] = field(default_factory=dict)
     failed: dict[str, tuple[HostStatus, str]] = field(default_factory=dict)  # status, why
     optics: dict[str, OpticsTarget] = field(default_factory=dict)
-
-
-class CommandTimeoutError(CollectError):
-    """A command gave no output or exit status within the host timeout."""
 
 
 class _StopError(Exception):
@@ -253,6 +253,8 @@ class HostRunner:
         self.where = host
         self._settings = settings
         self._root = check_sysfs_root(settings.sysfs_root)
+        self._limits = Limits.of(settings.max_output_mb, settings.command_timeout_s,
+                                 settings.timeout_s, "[hosts]")
         self._client = paramiko.SSHClient()
         self._client.set_missing_host_key_policy(paramiko.RejectPolicy())
 
@@ -286,25 +288,22 @@ class HostRunner:
             raise _classify(cause or exc, where, keys, s.timeout_s) from None
 
     def run(self, argv: Sequence[str]) -> CommandResult:
-        """Run one allowlisted command; CollectError (no password in it) if it cannot finish."""
+        """Run one allowlisted command within the host limits ([hosts] max_output_mb and
+        command_timeout_s; timeout_s of silence). CommandTimeoutError when it does not answer,
+        BoundExceededError when it goes past a bound, CollectError (no password in any) when
+        it cannot finish otherwise."""
         args = check_host_command(argv, self._root)
         t = self._settings.timeout_s
+        where = f"{self.where}: {args[0]}"
         try:
-            _, stdout, stderr = self._client.exec_command(shlex.join(args), timeout=t)
-            out = stdout.read().decode("utf-8", "replace")
-            err = stderr.read().decode("utf-8", "replace")
-            channel = stdout.channel
-            # recv_exit_status() would wait forever for a status that never comes.
-            if not channel.status_event.wait(t):
-                raise CommandTimeoutError(f"{self.where}: {args[0]}: no exit status within "
-                                          f"{t:g} s")
-            code = channel.recv_exit_status()
+            _, stdout, _ = self._client.exec_command(shlex.join(args), timeout=t)
+            code, out, err = read_channel(stdout.channel, self._limits, where)
         except TimeoutError:
-            raise CommandTimeoutError(f"{self.where}: {args[0]}: no answer within "
-                                      f"{t:g} s") from None
+            raise CommandTimeoutError(f"{where}: no answer within {t:g} s") from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise CollectError(f"{self.where}: {args[0]}: {type(exc).__name__}: {exc}") from None
-        return CommandResult(tuple(args), code, out, err)
+            raise CollectError(f"{where}: {type(exc).__name__}: {exc}") from None
+        return CommandResult(tuple(args), code, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         self._client.close()
@@ -323,8 +322,14 @@ class _Commands:
         self.failed: dict[str, tuple[HostStatus, str]] = {}
 
     def run(self, name: str, argv: Sequence[str]) -> CommandResult | None:
+        """The command's result, or None with its failure filed. A command that went past a
+        bound ends the host's session (_StopError): a host streaming or trickling without
+        end would do the same to every command, and one bound is all a host may cost."""
         try:
             self.results[name] = result = self.runner.run(argv)
+        except BoundExceededError as exc:
+            self.failed[name] = (exc.status, str(exc))
+            raise _StopError(exc.status, str(exc)) from None
         except CommandTimeoutError as exc:
             self.failed[name] = ("timeout", str(exc))
             return None
@@ -338,7 +343,7 @@ def _names(listing: CommandResult | None, pattern: re.Pattern[str]) -> list[str]
     """The entries of an `ls -1` that are plain names of the expected kind (others ignored)."""
     if listing is None or listing.exit_code != 0:
         return []
-    return [n for n in listing.stdout.split() if pattern.match(n)][:OPTICS_MAX]
+    return [n for n in listing.stdout.split() if pattern.fullmatch(n)][:OPTICS_MAX]
 
 
 def _read_optics(cmds: _Commands, root: str, targets: dict[str, OpticsTarget]) -> None:

@@ -8,7 +8,9 @@ set-up netmiko itself sends (`enable`, `no cli session paging enable`, `terminal
 `exit`) changes the CLI session only, never the switch configuration.
 
 One switch's failure is a status in its SwitchCollection, never an exception, so a sweep of many
-switches always returns one result per switch.
+switches always returns one result per switch. Every command's answer is bounded in bytes (the
+login's too) and in time (auditor/collect/bounded.py; `max_output_mb` and `command_timeout_s` of
+the switch's `ssh` table): past either, the switch's status is `output_too_large` or `timeout`.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import paramiko
-from netmiko import ConnectHandler
+from netmiko.channel import SSHChannel
 from netmiko.exceptions import (
     NetmikoAuthenticationException,
     NetmikoBaseException,
     NetmikoTimeoutException,
+    ReadException,
     ReadTimeout,
 )
+from netmiko.mellanox import MellanoxMlnxosSSH
+from netmiko.netmiko_globals import MAX_BUFFER
 
+from auditor.collect.bounded import BoundExceededError, Limits, too_large
 from auditor.config import Secret
 from auditor.errors import AuditorError, CollectError, ParseError
 from auditor.parse.onyx import (
@@ -42,7 +48,8 @@ from auditor.parse.onyx import (
 
 log = logging.getLogger(__name__)
 
-Status = Literal["ok", "timeout", "auth_failed", "host_key_mismatch", "parse_failed", "error"]
+Status = Literal["ok", "timeout", "output_too_large", "auth_failed", "host_key_mismatch",
+                 "parse_failed", "error"]
 
 SHOW_VERSION = "show version"
 SHOW_IB_STATUS = "show interfaces ib status"
@@ -85,8 +92,15 @@ class SwitchSsh:
     password: Secret | None = None
     key_file: Path | None = None
     known_hosts: Path | None = None  # None: the user's ~/.ssh/known_hosts
-    timeout_s: float = 30.0
+    timeout_s: float = 30.0  # connect, banner, login, and each wait of the session set-up
     optics: bool = False  # also read each module's diagnostics
+    max_output_mb: float = 16.0  # any one command's answer (and the login's)
+    command_timeout_s: float = 120.0  # any one command, start to finish
+
+    @property
+    def limits(self) -> Limits:
+        return Limits.of(self.max_output_mb, self.command_timeout_s, None,
+                         f"[[switches]] {self.name} ssh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,13 +198,65 @@ def _connect_args(sw: SwitchSsh, password: str | None) -> dict[str, Any]:
     }
 
 
+class _BoundedChannel(SSHChannel):
+    """netmiko's SSH channel, counting the bytes it reads: netmiko reads as long as data comes
+    and keeps all of it until the prompt does, so an answer without end would take the memory.
+    Past the budget (reset per command) it raises BoundExceededError. Written against netmiko
+    4.8 channel.py SSHChannel.read_buffer, which it replaces."""
+
+    def __init__(self, conn: paramiko.Channel | None, encoding: str, limits: Limits,
+                 where: str) -> None:
+        super().__init__(conn, encoding)
+        self.limits = limits
+        self.where = where
+        self.used = 0
+
+    def read_buffer(self) -> str:
+        conn = self.remote_conn
+        if conn is None or not conn.recv_ready():
+            return super().read_buffer()
+        data = conn.recv(MAX_BUFFER)
+        if not data:
+            raise ReadException("Channel stream closed by remote device.")
+        self.used += len(data)
+        if self.used > self.limits.max_bytes:
+            raise too_large(self.where, self.limits)
+        return str(data.decode(self.encoding, "ignore"))
+
+
+class _BoundedOnyx(MellanoxMlnxosSSH):
+    """netmiko's MLNX-OS driver whose channel is a _BoundedChannel from the first byte after
+    the SSH handshake on (the banner and the session set-up are bounded too)."""
+
+    def __init__(self, *, limits: Limits, where: str, **kwargs: Any) -> None:
+        self._limits, self._where = limits, where
+        super().__init__(**kwargs)
+
+    def special_login_handler(self, delay_factor: float = 1.0) -> None:
+        # netmiko 4.8 base_connection.establish_connection: made the channel, then this.
+        self.channel = _BoundedChannel(self.remote_conn, self.encoding, self._limits,
+                                       f"{self._where}: login")
+        super().special_login_handler(delay_factor)
+
+    def bound(self, command: str) -> None:
+        """A new budget for `command`'s answer."""
+        if isinstance(self.channel, _BoundedChannel):
+            self.channel.used = 0
+            self.channel.where = f"{self._where}: {command!r}"
+
+
 def _run(conn: Any, command: str, sw: SwitchSsh, raw: dict[str, str]) -> str:
     check_command(command)
+    if isinstance(conn, _BoundedOnyx):
+        conn.bound(command)
     try:
-        out = conn.send_command(command, read_timeout=sw.timeout_s)
+        out = conn.send_command(command, read_timeout=sw.command_timeout_s)
     except ReadTimeout:
         raise _StopError("timeout", f"{sw.host}: no prompt after {command!r} within "
-                         f"{sw.timeout_s:g} s") from None
+                         f"{sw.command_timeout_s:g} s ([[switches]] ssh command_timeout_s)"
+                         ) from None
+    except BoundExceededError as exc:
+        raise _StopError(exc.status, str(exc)) from None
     text = out if isinstance(out, str) else str(out)
     raw[command] = text
     first = text.strip().splitlines()[0] if text.strip() else ""
@@ -203,7 +269,9 @@ def _run(conn: Any, command: str, sw: SwitchSsh, raw: dict[str, str]) -> str:
 
 def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> SwitchCollection:
     try:
-        conn = ConnectHandler(**_connect_args(sw, password))
+        conn = _BoundedOnyx(limits=sw.limits, where=sw.host, **_connect_args(sw, password))
+    except BoundExceededError as exc:
+        raise _StopError(exc.status, str(exc)) from None
     except NetmikoAuthenticationException:
         raise _StopError("auth_failed", f"{sw.host}:{sw.port}: authentication failed for user "
                          f"{sw.user!r}") from None
@@ -258,6 +326,8 @@ def _diagnostics(conn: Any, sw: SwitchSsh, raw: dict[str, str],
         try:
             out.append((t.port, _run(conn, diagnostics_command(t.port), sw, raw)))
         except _StopError as exc:
+            if exc.status == "output_too_large":
+                raise  # the switch's answer has no end: the whole switch is failed
             return f"optics: {exc.detail}"
     return ""
 
@@ -279,6 +349,8 @@ def collect_switch(sw: SwitchSsh) -> SwitchCollection:
         result = _session(sw, password, raw)
     except _StopError as exc:
         result = SwitchCollection(sw.name, exc.status, exc.detail, raw=raw)
+    except BoundExceededError as exc:  # past a bound in the session set-up (enable, paging)
+        result = SwitchCollection(sw.name, exc.status, str(exc), raw=raw)
     except AuditorError as exc:  # CollectError from the allowlist, ConfigError from a secret
         result = SwitchCollection(sw.name, "error", str(exc), raw=raw)
     except (NetmikoBaseException, paramiko.SSHException, OSError, EOFError, ValueError) as exc:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import paramiko
 
+from auditor.collect.bounded import Limits, read_channel, run_process
 from auditor.collect.commands import check
 from auditor.config import SweepSettings
 from auditor.errors import CollectError
@@ -36,29 +36,37 @@ class Runner(Protocol):
     def close(self) -> None: ...
 
 
+def sweep_limits(settings: SweepSettings) -> Limits:
+    """The bounds of every fabric tool the sweep runs ([sweep] max_output_mb,
+    command_timeout_s; timeout_s of silence)."""
+    return Limits.of(settings.max_output_mb, settings.command_timeout_s, settings.timeout_s,
+                     "[sweep]")
+
+
 class LocalRunner:
     """Runs the tools on this machine (the auditor sits on a host with an HCA)."""
 
     where = "local"
 
     def __init__(self, env: dict[str, str] | None = None,
-                 timeout_s: float = SweepSettings().timeout_s) -> None:
+                 timeout_s: float = SweepSettings().timeout_s,
+                 limits: Limits | None = None) -> None:
         self._env = {**os.environ, **(env or {})}
-        self._timeout = timeout_s
+        self._limits = limits or sweep_limits(SweepSettings(timeout_s=timeout_s))
 
     def run(self, argv: list[str]) -> CommandResult:
+        """Run one allowlisted tool within the limits; CollectError when it cannot finish
+        (BoundExceededError when it went past one: it is killed, with what it started)."""
         check(argv)
         try:
-            proc = subprocess.run(  # noqa: S603 - argv is allowlisted by check()
-                argv, capture_output=True, text=True, env=self._env, timeout=self._timeout,
-                check=False, stdin=subprocess.DEVNULL,
-            )
+            code, out, err = run_process(argv, self._env, self._limits, f"local: {argv[0]}")
         except FileNotFoundError:
             raise CollectError(f"local: {argv[0]}: command not found "
                                "(install infiniband-diags)") from None
-        except subprocess.TimeoutExpired:
-            raise CollectError(f"local: {argv[0]}: no answer in {self._timeout:.0f} s") from None
-        return CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+        except OSError as exc:
+            raise CollectError(f"local: {argv[0]}: {exc.strerror or exc}") from None
+        return CommandResult(tuple(argv), code, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         return None
@@ -102,18 +110,18 @@ class SshRunner:
                                f"{exc.strerror or exc}") from None
 
     def run(self, argv: list[str]) -> CommandResult:
+        """Run one allowlisted tool within [sweep]'s limits; CollectError when it cannot
+        finish (BoundExceededError when it went past one: its channel is closed)."""
         check(argv)
         command = remote_command(argv, self._settings.env, self._settings.remote_dir)
         try:
-            _, stdout, stderr = self._client.exec_command(
-                command, timeout=self._settings.timeout_s
-            )
-            out = stdout.read().decode("utf-8", "replace")
-            err = stderr.read().decode("utf-8", "replace")
-            code = stdout.channel.recv_exit_status()
-        except (paramiko.SSHException, OSError) as exc:
+            _, stdout, _ = self._client.exec_command(command, timeout=self._settings.timeout_s)
+            code, out, err = read_channel(stdout.channel, sweep_limits(self._settings),
+                                          f"{self.where}: {argv[0]}")
+        except (paramiko.SSHException, OSError, EOFError) as exc:
             raise CollectError(f"{self.where}: {argv[0]}: {exc}") from None
-        return CommandResult(tuple(argv), code, out, err)
+        return CommandResult(tuple(argv), code, out.decode("utf-8", "replace"),
+                             err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         self._client.close()
@@ -132,7 +140,7 @@ def remote_command(argv: list[str], env: dict[str, str], remote_dir: str | None)
 
 def runner_for(settings: SweepSettings) -> Runner:
     if settings.host in (None, "", "local"):
-        return LocalRunner(settings.env, settings.timeout_s)
+        return LocalRunner(settings.env, limits=sweep_limits(settings))
     return SshRunner(settings)
 
 

@@ -1,6 +1,8 @@
 """Ingest of the job side and the site's own records: scheduler records (sacct -P, jobcomp,
 JSONL), job logs (NCCL, PyTorch), host address maps (/etc/hosts format), declared maintenance
-windows and the location inventory (site / row / rack / U, faceplate labels).
+windows and the location inventory (site / row / rack / U, faceplate labels); and what Slurm and
+the hosts say happened to whole hosts (issue #20: sacctmgr show event -P, slurmctld.log, a host's
+journalctl --list-boots or last -x with --host).
 
 Like the other ingests: parse everything first, then store in the caller's transaction; a file
 whose lines cannot all be read is kept with the lines counted per reason in `sources`. What the
@@ -26,7 +28,7 @@ from pathlib import Path
 from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest.common import IngestResult, options_key, read_text
-from auditor.models import HostAddress, JobError, Location, MaintenanceWindow
+from auditor.models import HostAddress, HostEventsResult, JobError, Location, MaintenanceWindow
 from auditor.parse._jobs import CUT, JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
@@ -39,10 +41,22 @@ from auditor.portmap import PortMap
 from auditor.store import JobLogMeta, SourceMeta, Store
 
 JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory",
-             "cabling")
+             "cabling", "slurm-events", "slurmctld", "boots")
+# What Slurm and the hosts themselves say happened to whole hosts (issue #20).
+HOST_EVENT_KINDS = ("slurm-events", "slurmctld", "boots")
+# slurmctld's LogTimeFormat iso8601(_ms), rfc5424(_ms), rfc3339 stamps (SchedMD/slurm@
+# slurm-25-11-7-1 src/common/log.c:1118-1160): a file with none of them is no slurmctld.log.
+_SLURMCTLD_STAMP = re.compile(r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
+                              r"(?:Z|[+-]\d{2}:?\d{2})?\] ", re.ASCII)
 
 _SIGNS: list[tuple[str, re.Pattern[str]]] = [
     ("sacct", re.compile(r"^JobID(Raw)?\||\|JobID(Raw)?\|", re.IGNORECASE)),
+    # sacctmgr show event -P: TimeStart beside NodeName (node events) or TRES (cluster events)
+    ("slurm-events", re.compile(r"^(?=.*(?:^|\|)TimeStart(?:\||$))"
+                                r"(?=.*(?:^|\|)(?:NodeName|TRES)(?:\||$))", re.IGNORECASE)),
+    ("slurmctld", _SLURMCTLD_STAMP),
+    # journalctl --list-boots (systemd >= 251's header, or a row of either layout)
+    ("boots", re.compile(r"^\s*(?:IDX\s+BOOT ID\b|-?\d+ [0-9a-f]{32} \S+ \d{4}-\d{2}-\d{2} )")),
     ("jobcomp", re.compile(r"^JobId=\S+ ")),
     ("jobs-jsonl", re.compile(r'^\{\s*"')),
     ("maintenance", re.compile(r"^\s*target\s*,", re.IGNORECASE)),
@@ -54,9 +68,15 @@ _SIGNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
+# last -x: a reboot or shutdown record among user sessions (util-linux login-utils/last.c).
+_LAST_RECORD = re.compile(r"^(?:reboot|shutdown)\s+system (?:boot|down)\s")
+
+
 def detect_job_kind(head: str) -> str | None:
     """The job-side kind of a file from its first lines, or None."""
     lines = [ln for ln in head.splitlines()[:200] if ln.strip() and not ln.startswith("#")]
+    if any(_LAST_RECORD.match(ln) for ln in lines):
+        return "boots"
     for kind, sign in _SIGNS:
         if kind == "joblog":
             if any(sign.search(ln) for ln in lines):
@@ -71,18 +91,23 @@ class JobOptions:
     tz: tzinfo = UTC
     job: str | None = None  # joblog: the job the log belongs to (else matched by host and time)
     year: int | None = None
+    host: str | None = None  # boots: the host whose boot records these are
 
     def key(self, kind: str) -> str:
         """What of these options changes what a file of this kind stores (`options_key`)."""
         if kind == "joblog":
             return options_key(kind=kind, tz=str(self.tz), job=self.job, year=self.year)
-        if kind in ("sacct", "jobcomp", "jobs-jsonl", "maintenance"):
+        if kind == "boots":
+            return options_key(kind=kind, tz=str(self.tz), year=self.year, host=self.host)
+        if kind in ("sacct", "jobcomp", "jobs-jsonl", "maintenance", "slurm-events",
+                    "slurmctld"):
             return options_key(kind=kind, tz=str(self.tz))
         return options_key(kind=kind)
 
 
 # Files the cluster writes: a damaged line is counted, not fatal (see the module docstring).
-_CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "auto")
+_CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "slurm-events", "slurmctld",
+                    "boots", "auto")
 NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
 _READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD, CUT})  # issues of lines that were still read
 
@@ -178,6 +203,7 @@ class _JobFile:
     log: JoblogResult | None = None
     locations: list[Location] | None = None
     cables: list[Cable] | None = None
+    host_events: HostEventsResult | None = None
     written_at: datetime | None = None
     damaged: list[tuple[int, str, str]] | None = None  # NUL or non-UTF-8 lines
 
@@ -187,6 +213,8 @@ class _JobFile:
             return len(self.jobs.table)
         if self.log is not None:
             return len(self.log.errors)
+        if self.host_events is not None:
+            return len(self.host_events.events)
         return len(self.addresses or self.windows or self.locations or self.cables or [])
 
     @property
@@ -194,6 +222,8 @@ class _JobFile:
         damaged = self.damaged or []
         if self.jobs is not None:
             return damaged + self.jobs.unparsed + [(n, line, CUT) for n, line in self.jobs.cut]
+        if self.host_events is not None:
+            return damaged + self.host_events.unparsed
         return damaged + (self.log.unparsed if self.log is not None else [])
 
 
@@ -228,6 +258,8 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             item.locations = parse_inventory(text)
         elif kind == "cabling":
             item.cables = parse_cabling(text)
+        elif kind in HOST_EVENT_KINDS:
+            item.host_events = _host_events(path, kind, text, opts)
         elif kind == "joblog":
             reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
             item.written_at = reference
@@ -238,6 +270,34 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     return item
+
+
+def _host_events(path: Path, kind: str, text: str, opts: JobOptions) -> HostEventsResult:
+    """Slurm's node events, slurmctld's node messages or a host's boot records; a file with
+    nothing of its kind in it is refused (ParseError, exit 2) rather than stored empty."""
+    # Imported here: `ingest --kind sacct` reads none of them (its start-up was measured, #13).
+    from auditor.parse.boots import parse_boots
+    from auditor.parse.slurm_events import parse_slurm_events
+    from auditor.parse.slurmctld import parse_slurmctld
+
+    if kind == "slurm-events":
+        return parse_slurm_events(text, tz=opts.tz)
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if kind == "slurmctld":
+        if not any(_SLURMCTLD_STAMP.match(line) for _, line in lines[:5000]):
+            raise ParseError(kind, lines[0][0] if lines else 1, lines[0][1] if lines else "",
+                             "not a slurmctld.log: no line starts with slurmctld's "
+                             "[YYYY-MM-DDTHH:MM:SS] stamp")
+        return parse_slurmctld(text, tz=opts.tz)
+    if not opts.host:
+        raise AuditorError(f"{path}: --kind boots needs --host (the host whose boot records "
+                           "these are)")
+    reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    found = parse_boots(text, host=opts.host, tz=opts.tz, year=opts.year, reference=reference)
+    if not found.events and len(found.unparsed) >= len(lines) and lines:
+        raise ParseError(kind, lines[0][0], lines[0][1], "not journalctl --list-boots or "
+                         "last -x output")
+    return found
 
 
 def _log_meta(source_id: int, job: str | None, item: _JobFile) -> JobLogMeta:
@@ -304,6 +364,8 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
                 store.add_inventory(sid, item.locations)
             if item.cables is not None:
                 _store_cables(store, item.cables, moment, sid)
+            if item.host_events is not None:
+                store.add_host_events(sid, item.host_events.events)
             if item.log is not None:
                 job_errors.append((sid, opts.job, item.log.errors,
                                    {e.line_no for e in item.log.first}))

@@ -59,7 +59,7 @@ _PREFILTERS = {
     "ufm-events": ufm_events.PREFILTER,
     "opensm": opensm.PREFILTER,
     "dmesg": r"[Ll]ink (?:[Uu]p|[Dd]own)|Event (?:9|10) on device|[Pp]ort module event"
-             r"|mlx5_\d+.*(?:DOWN|ACTIVE)",
+             r"|mlx5_\d+.*(?:DOWN|ACTIVE)|Linux version \d",  # the boot banner (#20)
 }
 # A stamp this far ahead of the ingest is a skewed switch clock, not an event to rank.
 FUTURE_SLACK = timedelta(minutes=10)
@@ -119,7 +119,8 @@ def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> _logline.
         numbers = [n for n, _ in listed]
         return _logline.SyslogResult(
             [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
-            [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored)
+            [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored,
+            [replace(b, line_no=numbers[b.line_no - 1]) for b in res.boots])
     return syslog.parse_syslog_lines(lines, year=opts.year, reference=reference, tz=opts.tz,
                                      extra=opts.extra)
 
@@ -222,6 +223,7 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
                                               False, found.total_lines, bad, len(events),
                                               options))
             store.add_events(sid, file_kind, events, placed)
+            store.add_host_events(sid, parsed.boots)
             store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                    for why, n in issues.items()])
             result.source_id = sid

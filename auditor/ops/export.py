@@ -11,6 +11,13 @@ day's end). Every partition of the days asked for is written whole from the data
 name and renamed, so an export can be repeated (same database, same bytes), a reader never sees
 half a file, and a nightly run re-exporting the last two days picks up late evidence.
 
+Each `<out>/<table>/fabric=<fabric>/` folder holds an owner record, `_auditor_export.json`,
+naming the database that writes its partitions (its identity, migration 0013; readers of the
+Hive layout skip files whose names start with `_`). Export refuses to write into a fabric's
+folders that another database owns, unless told to take them over: the default fabric name
+is the database file's name, and two pods' `auditor.duckdb` would otherwise replace each
+other's days without a word.
+
 `fleet` reads the suspects (and flap counts) of several exports, of one or many fabrics, in an
 in-memory DuckDB: one table for the whole site. DuckDB, Spark, Trino and pyarrow read the same
 files (the README has the table DDL).
@@ -18,15 +25,19 @@ files (the README has the table DDL).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
+import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from auditor import safe_text
 from auditor.analyse import flaps as flaps_mod
 from auditor.analyse.correlate import gather
 from auditor.analyse.outcomes import Outcomes, episode_json, judge
@@ -34,6 +45,7 @@ from auditor.analyse.rank import as_json, rank
 from auditor.config import OutcomesSettings, RankingSettings
 from auditor.errors import AuditorError
 from auditor.store import Store, utc_naive
+from auditor.timeparse import EARLIEST, LATEST
 
 STORED = ("nodes", "links", "port_events", "counters", "jobs")
 ANALYSED = ("flaps", "suspects", "outcomes")
@@ -43,11 +55,109 @@ PART = "part-0.parquet"
 _FABRIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+OWNER = "_auditor_export.json"
+_OWNER_MAX = 64 * 1024  # an owner record is ~300 bytes; a bigger file is not one of ours
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.ASCII)
+
+
 @dataclass(frozen=True)
 class Exported:
     fabric: str
     days: list[str]
     files: int
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """What a fabric folder's owner record says: the database id (None: no record, or one
+    that cannot be read, `problem` says why) and where that database was."""
+
+    database_id: str | None
+    where: str = ""
+    problem: str = ""
+
+
+def _read_owner(record: Path) -> _Owner | None:
+    """The owner record of a fabric folder; None when there is none."""
+    try:
+        with record.open("rb") as f:
+            raw = f.read(_OWNER_MAX + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return _Owner(None, problem=f"cannot read {record}: {exc.strerror or exc}")
+    try:
+        data = json.loads(raw.decode("utf-8")) if len(raw) <= _OWNER_MAX else None
+    except (UnicodeDecodeError, ValueError):
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("database_id"), str) \
+            or not _UUID.fullmatch(data["database_id"]):
+        return _Owner(None, problem=f"{record} is not an owner record auditor wrote")
+    host, path = data.get("host"), data.get("database")
+    where = f"{host}:{path}" if isinstance(host, str) and isinstance(path, str) else ""
+    return _Owner(data["database_id"], safe_text.inert(where, 200))
+
+
+def _owner_text(database_id: str, db: Path) -> str:
+    return safe_text.json_text({"database_id": database_id, "host": socket.gethostname(),
+                                "database": str(db.resolve())}, indent=1) + "\n"
+
+
+def _write_owner(record: Path, text: str, *, replace: bool) -> bool:
+    """Write an owner record; a new one only if there is none yet (a link, which fails when
+    another export claimed the folder meanwhile: False then), a replaced one in one rename."""
+    tmp = record.with_name(f".{OWNER}.{os.getpid()}.tmp")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        if replace:
+            tmp.replace(record)
+            return True
+        try:
+            os.link(tmp, record)
+        except FileExistsError:
+            return False
+        return True
+    except OSError as exc:
+        raise AuditorError(f"export: cannot write {record}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def claim(out: Path, fabric: str, database_id: str, db: Path, takeover: bool = False
+          ) -> list[str]:
+    """Make this database the owner of `fabric`'s folders in `out` (one per table), or refuse
+    with one line when another database owns one of them, before anything is written.
+    `takeover`: replace the other database's record (its partitions of the days exported are
+    replaced, the others kept). Returns warnings (folders from before owner records)."""
+    warnings: list[str] = []
+    claims: list[tuple[Path, bool]] = []  # (record, replace an existing one)
+    for table in TABLES:
+        folder = out / table / f"fabric={fabric}"
+        record = folder / OWNER
+        owner = _read_owner(record)
+        if owner is not None and owner.database_id == database_id:
+            continue
+        if owner is not None and not takeover:
+            whose = owner.problem or (f"written by another database ({owner.database_id}"
+                                      + (f", {owner.where}" if owner.where else "") + ")")
+            raise AuditorError(
+                f"export: fabric {fabric!r} in {out}: {whose}; export this database under a "
+                "--fabric name of its own, or give --takeover to replace that fabric's "
+                "partitions")
+        if owner is None and folder.is_dir() and any(folder.glob("day=*")):
+            warnings.append(f"{folder}: partitions without an owner record (written before "
+                            "auditor recorded one); this database owns them from now on")
+        claims.append((record, owner is not None))
+    text = _owner_text(database_id, db)
+    for record, replace in claims:
+        if not _write_owner(record, text, replace=replace) \
+                and (_read_owner(record) or _Owner(None)).database_id != database_id:
+            raise AuditorError(f"export: fabric {fabric!r} in {out}: another database claimed "
+                               f"{record.parent} meanwhile; nothing was exported")
+    return warnings
 
 
 def check_fabric(name: str) -> str:
@@ -139,22 +249,28 @@ def _outcome_columns(judged: Outcomes | None) -> dict[str, list[Any]]:
 
 
 def _write(final: Path, write: Callable[[Path], None]) -> None:
-    """Call `write(tmp_path)`, then move the file into its partition in one rename."""
+    """Call `write(tmp_path)`, then move the file into its partition in one rename. A folder
+    that cannot be written (read-only, immutable, full) is one line of error, and the
+    temporary file is removed: the partition keeps its old file whole, or has none."""
+    tmp = final.with_name(f".{PART}.{os.getpid()}.tmp")
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.with_name(f".{PART}.{os.getpid()}.tmp")
         write(tmp)
         tmp.replace(final)
     except OSError as exc:
+        with contextlib.suppress(OSError):  # nothing there, or the folder refuses that too
+            tmp.unlink(missing_ok=True)
         raise AuditorError(f"export: cannot write {final}: {exc.strerror or exc}") from None
 
 
 def export(store: Store, out: Path, fabric: str, since: datetime, until: datetime,
            cfg: RankingSettings | None = None, aliases: dict[str, str] | None = None,
-           outcomes: OutcomesSettings | None = None) -> Exported:
-    """Write every table's partitions of the days [since, until] touches (see the module)."""
+           outcomes: OutcomesSettings | None = None, takeover: bool = False) -> Exported:
+    """Write every table's partitions of the days [since, until] touches (see the module),
+    once this database owns the fabric's folders (`claim`)."""
     check_fabric(fabric)
     days = days_between(since, until)
+    warnings = claim(out, fabric, store.identity(), store.path, takeover)
     names = store.node_names()
     files = 0
     for day in days:
@@ -176,7 +292,7 @@ def export(store: Store, out: Path, fabric: str, since: datetime, until: datetim
         _write(_partition(out, "outcomes", fabric, day),
                partial(store.export_rows, "outcomes", _outcome_columns(judged)))
         files += 3
-    return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files)
+    return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files, warnings)
 
 
 def _day_suspects(store: Store, day: datetime, end: datetime, cfg: RankingSettings | None,
@@ -187,26 +303,128 @@ def _day_suspects(store: Store, day: datetime, end: datetime, cfg: RankingSettin
     return list(as_json(ev, rank(ev, cfg), None)["suspects"])
 
 
-def _files(exports: Sequence[Path], table: str) -> list[Path]:
-    found: list[Path] = []
-    for root in exports:
+_DAY_RE = re.compile(r"day=(\d{4}-\d{2}-\d{2})", re.ASCII)
+
+
+@dataclass(frozen=True)
+class _Partition:
+    fabric: str
+    day: str
+    path: Path
+
+
+def _roots(exports: Sequence[Path]) -> list[Path]:
+    """The export folders, each once after resolving (a folder given twice, or by two paths,
+    would count every flap and suspect twice)."""
+    roots: list[Path] = []
+    for given in exports:
+        root = given.resolve()
         if not root.is_dir():
-            raise AuditorError(f"{root}: not an export folder (auditor export --out ...)")
-        found += sorted(root.glob(f"{table}/fabric=*/day=*/{PART}"))
+            raise AuditorError(f"{given}: not an export folder (auditor export --out ...)")
+        if root not in roots:
+            roots.append(root)
+    return roots
+
+
+def _day(name: str) -> str | None:
+    m = _DAY_RE.fullmatch(name)
+    if m is None:
+        return None
+    try:
+        date.fromisoformat(m[1])
+    except ValueError:  # day=2026-13-45
+        return None
+    return m[1]
+
+
+def _listing(folder: Path, warnings: list[str]) -> list[Path]:
+    """The entries of a folder, sorted; one that cannot be listed (permissions, I/O) is a
+    warning and no entries."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        warnings.append(f"{folder}: cannot list: {exc.strerror or exc}; skipped")
+        return []
+
+
+def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
+                warnings: list[str]) -> list[_Partition]:
+    """Every `<root>/<table>/fabric=<name>/day=<YYYY-MM-DD>/part-0.parquet` of the days
+    [first, last], found by listing folders (never a glob): a folder whose name is not a
+    fabric name as --fabric takes it, or not a day, is skipped with a warning; a day outside
+    the window is not opened; a fabric's day found twice (two exports holding it, a symlink)
+    is read once."""
+    found: list[_Partition] = []
+    seen: dict[tuple[str, str], Path] = {}
+    files: set[Path] = set()
+    for root in roots:
+        base = root / table
+        if not base.is_dir():
+            continue
+        for folder in _listing(base, warnings):
+            if folder.name.startswith(("_", ".")):
+                continue  # owner records, temporary files: ours, not partitions
+            fabric = folder.name.removeprefix("fabric=")
+            if folder.name == fabric or not _FABRIC_RE.fullmatch(fabric) \
+                    or fabric in (".", "..") or not folder.is_dir():
+                warnings.append(f"{folder}: not a fabric partition (fabric=<name>, the name "
+                                "as --fabric takes it); skipped")
+                continue
+            for day_folder in _listing(folder, warnings):
+                if day_folder.name.startswith(("_", ".")):
+                    continue
+                day = _day(day_folder.name)
+                if day is None or not day_folder.is_dir():
+                    warnings.append(f"{day_folder}: not a day partition (day=YYYY-MM-DD); "
+                                    "skipped")
+                    continue
+                if not first <= day <= last:
+                    continue  # never opened
+                path = day_folder / PART
+                if not path.is_file():
+                    warnings.append(f"{path}: missing; day skipped")
+                    continue
+                real = path.resolve()
+                if real in files:
+                    continue
+                files.add(real)
+                if (fabric, day) in seen:
+                    warnings.append(f"{path}: fabric {fabric} day {day} is also in "
+                                    f"{seen[fabric, day]}; read from there only")
+                    continue
+                seen[fabric, day] = path
+                found.append(_Partition(fabric, day, path))
     return found
+
+
+def _read(query: str, parts: Sequence[_Partition], warnings: list[str], **params: Any
+          ) -> list[tuple[_Partition, list[dict[str, Any]]]]:
+    """Each partition's rows; an unreadable file (corrupt, empty, another shape, a time
+    outside the years auditor reads) is a warning naming it, and the others are read."""
+    results = Store.read_export_files(query, [
+        (p.path, {"fabric": p.fabric, "day": p.day, **params}) for p in parts])
+    out = []
+    for part, rows in zip(parts, results, strict=True):
+        if isinstance(rows, str):
+            warnings.append(f"{part.path}: unreadable, skipped ({rows})")
+            continue
+        out.append((part, rows))
+    return out
 
 
 def fleet(exports: Sequence[Path], since: datetime, until: datetime) -> dict[str, Any]:
     """The suspects and flap counts of every fabric in `exports` for the days [since, until]
-    touches: {"days": [...], "fabrics": [{fabric, days, flaps, suspects}], "suspects": [...]}."""
+    touches: {"days": [...], "fabrics": [{fabric, days, flaps, suspects}], "suspects": [...],
+    "warnings": [...]} (what in the folders was skipped, and why)."""
     days = days_between(since, until)
     first, last = f"{days[0]:%Y-%m-%d}", f"{days[-1]:%Y-%m-%d}"
-    suspect_files = _files(exports, "suspects")
-    flap_files = _files(exports, "flaps")
-    rows = (Store.read_exports("exports_suspects_read", suspect_files, first_day=first,
-                               last_day=last) if suspect_files else [])
-    counts = (Store.read_exports("exports_summary_read", flap_files, first_day=first,
-                                 last_day=last) if flap_files else [])
+    roots = _roots(exports)
+    warnings: list[str] = []
+    bounds = {"earliest": utc_naive(EARLIEST), "latest": utc_naive(LATEST)}
+    suspects = _read("exports_suspects_read",
+                     _partitions(roots, "suspects", first, last, warnings), warnings, **bounds)
+    counts = _read("exports_summary_read", _partitions(roots, "flaps", first, last, warnings),
+                   warnings)
     fabrics: dict[str, dict[str, Any]] = {}
 
     def of(name: str) -> dict[str, Any]:
@@ -214,17 +432,18 @@ def fleet(exports: Sequence[Path], since: datetime, until: datetime) -> dict[str
                                          "still_down": 0, "suspects": 0})
 
     # The days each fabric has exported in the window (a day without flaps is a day too).
-    for path in suspect_files:
-        name = path.parent.parent.name.removeprefix("fabric=")
-        if first <= path.parent.name.removeprefix("day=") <= last:
-            of(name)["days"] += 1
-    for c in counts:
-        of(c["fabric"])["flaps"] += c["flaps"]
-        of(c["fabric"])["still_down"] += c["still_down"]
+    rows: list[dict[str, Any]] = []
+    for part, found in suspects:
+        of(part.fabric)["days"] += 1
+        of(part.fabric)["suspects"] += len(found)
+        rows += found
+    for part, (count,) in counts:
+        of(part.fabric)["flaps"] += count["flaps"]
+        of(part.fabric)["still_down"] += count["still_down"]
+    rows.sort(key=lambda r: (r["fabric"], r["day"], r["rank"] is None, r["rank"] or 0))
     for r in rows:
-        of(r["fabric"])["suspects"] += 1
         for key in ("first_at", "last_at"):
             at = r[key]
             r[key] = at.isoformat() + "Z" if at else None  # as `suspects --format json` writes
     return {"days": [first, last], "fabrics": sorted(fabrics.values(), key=lambda f: f["fabric"]),
-            "suspects": rows}
+            "suspects": rows, "warnings": warnings}

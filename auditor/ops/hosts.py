@@ -240,7 +240,7 @@ class _Host:
         self.events = len(events)
         self.summary.append(f"{kind}: {len(events)} port event(s)"
                             + (f", {bad} line(s) unreadable" if bad else ""))
-        if not events and not issues:
+        if not events and not issues and not parsed.boots:
             return  # a quiet kernel log is recorded by the status row, not a source per run
         digest = hashlib.sha256(res.stdout.encode()).hexdigest()
         if self.store.find_source(digest, self.moment, explicit_at=False) is not None:
@@ -249,6 +249,7 @@ class _Host:
             "dmesg", self.path(kind), digest, self.coll.host, self.moment, False,
             len(res.stdout.splitlines()), bad, len(events)))
         self.store.add_events(sid, EVENT_ORIGIN, events, placed)
+        self.store.add_host_events(sid, parsed.boots)  # the kernel's boot banner (#20)
         self.store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
                                     for why, n in issues.items()])
 

@@ -97,11 +97,12 @@ def prune_captures(captures_dir: Path, keep_days: float, now: datetime,
 
 
 # A second run within the same second gets `-2`, `-3`: no run overwrites another's report.
-_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:T(\d{6})Z)?(?:-(\d+))?$")
+# fullmatch and ASCII digits: a folder `2026-11-20\n` or in other digits is the user's, not ours.
+_DATED = re.compile(r"(\d{4}-\d{2}-\d{2})(?:T(\d{6})Z)?(?:-(\d+))?", re.ASCII)
 
 
 def _folder_time(name: str) -> datetime | None:
-    m = _DATED.match(name)
+    m = _DATED.fullmatch(name)
     if not m:
         return None
     try:
@@ -124,7 +125,7 @@ def dated_folders(base: Path) -> list[Path]:
 
 
 def _sequence(name: str) -> int:
-    m = _DATED.match(name)
+    m = _DATED.fullmatch(name)
     return int(m.group(3)) if m and m.group(3) else 1
 
 

@@ -159,7 +159,9 @@ def collect_cli(
         targets.append(SwitchSsh(name=s.name, host=s.host, port=s.ssh.port, user=s.ssh.user,
                                  password=s.ssh.password, key_file=s.ssh.key_file,
                                  known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s,
-                                 optics=settings.sweep.optics))
+                                 optics=settings.sweep.optics,
+                                 max_output_mb=s.ssh.max_output_mb,
+                                 command_timeout_s=s.ssh.command_timeout_s))
     moment = now or datetime.now(UTC)
     results = collect_switches(targets)
     pm = _fabric_map(store, settings, moment)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from auditor.models import PortEvent
+from auditor.models import HostEvent, PortEvent
 
 # (month, day, hour, minute, second, microsecond) of a stamp printed without a year.
 Stamp = tuple[int, int, int, int, int, int]
@@ -50,6 +50,7 @@ class SyslogResult:
     events: list[PortEvent] = field(default_factory=list)
     unparsed: list[tuple[int, str, str]] = field(default_factory=list)  # line_no, line, reason
     ignored: int = 0
+    boots: list[HostEvent] = field(default_factory=list)  # a host's kernel log: its boots (#20)
 
 
 # ---------------------------------------------------------------------------------------------

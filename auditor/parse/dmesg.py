@@ -35,6 +35,12 @@ Recognised messages (the driver prints; see /work/shared/reference/switch/README
   DOWN", "link state changing to ACTIVE"): no such mlx5_ib line has been captured publicly, so
   the wording is unknown and only the device, port and state word are relied on.
 
+Boots: the kernel's banner `Linux version <release> (<builder>) (<compiler>) #<build> ...`
+(init/version.c linux_banner, the first line a kernel prints) is a `boot` HostEvent in
+`boots`, at that line's time: with `dmesg -T`, ISO and journal stamps directly; with plain
+monotonic stamps only when `boot_time` is given (else the line goes to `unparsed`, "no boot
+time"); with an RFC 3164 stamp to `unparsed` (no year). Its reason is `Linux <release>`.
+
 Every event has `device` = the `host` argument and an aware UTC `at`. `port_name` is the netdev
 (`enp1s0f0`, `ib0`), `mlx5_0/1` for IB port lines, or the PCI function (`0000:01:00.0`) for
 module events. `message` is the kernel text without its time stamp. Everything else counts
@@ -47,8 +53,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from auditor.models import PortEvent
+from auditor.models import HostEvent, PortEvent
 from auditor.parse._common import split_lines
+from auditor.parse._hostevents import host_event
 
 _MONTHS = {
     m: i
@@ -100,6 +107,9 @@ _LENIENT_RE = re.compile(
     r"\b(?P<dev>mlx5_\d+)\b.*?\bport (?P<port>\d+)\b.*?\b(?P<state>DOWN|ACTIVE)\b", re.ASCII
 )
 
+# init/version.c: "Linux version " UTS_RELEASE " (" LINUX_COMPILE_BY "@" LINUX_COMPILE_HOST ")..."
+_BANNER_RE = re.compile(r"^Linux version (?P<release>\S{1,128}) \(", re.ASCII)
+
 _IB_EVENTS = {"9": "up", "10": "down"}
 _PORT_STATES = {"DOWN": "down", "ACTIVE": "up"}
 _MODULE_STATES = {
@@ -115,11 +125,13 @@ _NO_YEAR = "syslog time stamp without a year; use journalctl -k -o short-iso or 
 
 @dataclass(frozen=True, slots=True)
 class DmesgResult:
-    """Events found, lines that could not be read as (line_no, line, reason), lines skipped."""
+    """Events found, lines that could not be read as (line_no, line, reason), lines skipped,
+    and the boots the kernel banner marks (`boot` HostEvents)."""
 
     events: list[PortEvent] = field(default_factory=list)
     unparsed: list[tuple[int, str, str]] = field(default_factory=list)
     ignored: int = 0
+    boots: list[HostEvent] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +244,7 @@ def parse_dmesg(
         boot_time = _local(boot_time, tz)
     events: list[PortEvent] = []
     unparsed: list[tuple[int, str, str]] = []
+    boots: list[HostEvent] = []
     ignored = 0
     for line_no, line in enumerate(split_lines(text), 1):
         if not line.strip():
@@ -244,6 +257,20 @@ def parse_dmesg(
             unparsed.append((line_no, line, split))
             continue
         msg = _INNER_MONO_RE.sub("", split.msg.strip(), count=1)
+        banner = _BANNER_RE.match(msg) if split.kernel else None
+        if banner is not None:
+            if split.at is None:
+                unparsed.append((line_no, line, split.problem or _NO_BOOT_TIME))
+                continue
+            try:
+                booted = split.at.astimezone(UTC)
+            except (OverflowError, ValueError) as exc:
+                unparsed.append((line_no, line, f"time out of range: {exc}"))
+                continue
+            boots.append(host_event(host, booted, "boot",
+                                    reason=f"Linux {banner.group('release')}",
+                                    line_no=line_no, message=msg))
+            continue
         found = _classify(msg) if split.kernel else None
         if found is None:
             ignored += 1
@@ -266,4 +293,4 @@ def parse_dmesg(
                     message=msg,
                 )
             )
-    return DmesgResult(events, unparsed, ignored)
+    return DmesgResult(events, unparsed, ignored, boots)

@@ -19,8 +19,9 @@ _KIND = "node-name-map"
 # ASIC index (U1, U2 on dual-ASIC systems) and is missing on some older firmware.
 _SWITCH_RE = re.compile(r"^MF0;([^:;]+):([^/]+?)(?:/U\d+)?$", re.ASCII)
 # Linux HCAs report "<hostname> <ibdev>"; the ibdev name depends on the driver
-# (mlx4_*/mlx5_* Mellanox, hfi1_* Omni-Path, qib* QLogic, ibp* renamed by udev).
-_HCA_RE = re.compile(r"^(\S+) ((?:mlx\d|hfi\d|qib|ibp)\S*)$", re.ASCII)
+# (mlx4_*/mlx5_* Mellanox, hfi1_* Omni-Path, qib* QLogic, ibp* renamed by udev); sites that set
+# the description themselves often write "<hostname> HCA-<n>" (issue #20: a host is its HCAs).
+_HCA_RE = re.compile(r"^(\S+) ((?:mlx\d|hfi\d|qib|ibp)\S*|HCA-?\d{1,2})$", re.ASCII)
 
 _MAP_LINE_RE = re.compile(r"^\s*0[xX](" + GUID_HEX + r")(?=[\s#]|$)\s*(.*)$", re.ASCII)
 

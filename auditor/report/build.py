@@ -111,6 +111,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
             "hcas": sum(n.node_type == NodeType.HCA for n in ev.fabric.nodes.values()),
             "links": len(ev.fabric.links), "flaps": result.flaps, "suspects": len(ranked),
             "jobs_failed": ev.jobs_failed, "jobs_network": ev.jobs_network,
+            "jobs_killed_by_host": ev.jobs_host,
             "gpu_hours_lost": round(sum(s.gpu_hours_lost for s in ranked), 1),
         },
         "replacements": [_replacement(f, s) for f, s in zip(result.findings, suspects,

@@ -156,6 +156,7 @@ def _summary(s: schema.Summary) -> list[dict[str, str]]:
              ("Suspects", "suspects", s["suspects"], 0),
              ("Failed jobs", "jobs_failed", s["jobs_failed"], 0),
              ("Network-caused", "jobs_network", s["jobs_network"], 0),
+             ("Killed by their host", "jobs_killed_by_host", s.get("jobs_killed_by_host", 0), 0),
              ("GPU-hours lost", "gpu_hours_lost", s["gpu_hours_lost"], 1)]
     return [{"label": label, "value": _number(value, digits), "key": key}
             for label, key, value, digits in cards]

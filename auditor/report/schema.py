@@ -42,6 +42,7 @@ class Summary(TypedDict):
     jobs_failed: int
     jobs_network: int
     gpu_hours_lost: float
+    jobs_killed_by_host: NotRequired[int]  # added for #20: killed by their host going away
 
 
 class End(TypedDict):

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shutil
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from auditor.safe_text import NAME_MAX, TEXT_MAX, cell_text, csv_cell, inert
+from auditor.safe_text import NAME_MAX, TEXT_MAX, cell_text, csv_cell, inert, json_text
 
 
 def _default(value: Any) -> Any:
@@ -26,7 +25,9 @@ def _default(value: Any) -> Any:
 
 
 def to_json(data: Any) -> str:
-    return json.dumps(data, indent=2, default=_default)
+    """Every JSON document the auditor writes (commands' --format json, report.json): NaN and
+    infinities as null (auditor.safe_text.json_text)."""
+    return json_text(data, indent=2, default=_default)
 
 
 def cell_limit(column: str) -> int:

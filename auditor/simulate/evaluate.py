@@ -8,6 +8,14 @@ the same way, in the same run. `before=True` also scores the ranking without the
 evidence (#15) on the same evidence, as `Score.before`. An `optics` scenario's `ethtool -m`
 files go in too (`load_optics`, through the ingest), so its ageing transceivers are ranked with
 the rest.
+
+Host reboots (`host_reboots`, issue #20): an HCA link of a host that crashed is a false blame
+in the top K (also listed in `host_cable_blames`); `host_suspects` are the `host` suspects and
+`host_suspects_found` those naming a crashed host; `network_jobs` is the ranking's count of
+network-caused jobs, `network_jobs_truth` truth's. The site's host records (slurm/events.txt,
+slurm/slurmctld.log, boots/<host>.txt) are ingested through the kinds in `HOST_RECORDS` that
+the ingest offers, so the same code scores before and after the ingest knows them; which were
+ingested is in `host_records_ingested`.
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ from auditor.analyse.correlate import gather
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions
-from auditor.ingest.jobs import JobOptions, ingest_job_files
-from auditor.ingest.logs import ingest_logs
+from auditor.ingest.jobs import JOB_KINDS, JobOptions, ingest_job_files
+from auditor.ingest.logs import LOG_KINDS, ingest_logs
 from auditor.ingest.optics import OpticsOptions, ingest_optics_files
 from auditor.store import Store, utc_naive
 from auditor.timeparse import parse_instant
@@ -45,6 +53,23 @@ class Score:
     # each harmless link's rank among the link suspects (None: not a suspect), truth's order
     harmless_ranks: list[int | None] = field(default_factory=list)
     before: Score | None = None  # the same evidence ranked without the healthy-job evidence
+    # host reboots (issue #20)
+    host_cable_blames: list[str] = field(default_factory=list)  # also in false_blames
+    host_suspects: list[str] = field(default_factory=list)  # hosts of the `host` suspects
+    host_suspects_found: int = 0  # of the crashed hosts, how many a host suspect names
+    crashed_hosts: list[str] = field(default_factory=list)
+    network_jobs: int = 0  # the ranking's network-caused jobs (`jobs.network`)
+    network_jobs_truth: int = 0
+    host_records_ingested: list[str] = field(default_factory=list)
+
+
+# The host records a scenario may hold (issue #20): (ingest kind, files, one host per file).
+# A kind is used only when the ingest offers it, by the ingester that offers it (`_offer`).
+HOST_RECORDS: tuple[tuple[str, str, bool], ...] = (
+    ("slurm-events", "slurm/events.txt", False),
+    ("slurmctld", "slurm/slurmctld.log", False),
+    ("boots", "boots/*.txt", True),  # `ingest --kind boots --host <the file's stem>`
+)
 
 
 def _link(ends: list[dict[str, Any]]) -> LinkId:
@@ -77,7 +102,36 @@ def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str,
                 ingest_job_files(store, [log], "joblog", JobOptions(job=log.stem))
         if truth["scenario"].get("optics"):
             load_optics(store, folder)
+        load_host_records(store, folder, parse_instant(truth["window_end"]))
     return truth
+
+
+def offered(kind: str) -> str | None:
+    """Which ingester takes `kind` ("jobs" or "logs"), None while the ingest has no such kind."""
+    if kind in JOB_KINDS:
+        return "jobs"
+    if kind in LOG_KINDS:
+        return "logs"
+    return None
+
+
+def load_host_records(store: Store, folder: Path, now: datetime) -> list[str]:
+    """The scenario's host records into the store, each through the ingest kind `HOST_RECORDS`
+    names when the ingest offers it; the kinds ingested."""
+    done = []
+    for kind, pattern, per_host in HOST_RECORDS:
+        paths = sorted(folder.glob(pattern))
+        where = offered(kind)
+        if not paths or where is None:
+            continue
+        for group in ([p] for p in paths) if per_host else [paths]:
+            host = group[0].stem if per_host else None
+            if where == "jobs":
+                ingest_job_files(store, group, kind, JobOptions(host=host), now=now)
+            else:
+                ingest_logs(store, group, kind, LogOptions(host=host), now=now)
+        done.append(kind)
+    return done
 
 
 def naive_ranking(folder: Path) -> list[LinkId]:
@@ -100,6 +154,8 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = Fa
     with Store(db, read_only=True) as store:
         ev = gather(store, since, until)
     score = _score(folder, truth, as_json(ev, rank(ev)))
+    score.host_records_ingested = [kind for kind, pattern, _ in HOST_RECORDS
+                                   if offered(kind) and any(folder.glob(pattern))]
     if before:
         for le in ev.links.values():
             le.healthy = []  # what the ranking did before #15 with the same evidence
@@ -120,18 +176,30 @@ def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score
     maint = {m["target"].split(":")[0] for m in truth["maintenance"]}
     reseat = [_link(r["ends"]) for r in truth["reseat_flaps"]]
     harmless = [_link(h["ends"]) for h in truth.get("harmless_links", [])]
-    false = []
+    crashed = {r["host"] for r in truth.get("host_reboots", [])}
+    false, host_cables = [], []
     for s in top:
         link = _link(s["ends"])
         names = {e["name"] for e in s["ends"]}
         if link in bad:
             continue
-        if names & rebooted or names & maint or link in reseat or link in harmless:
-            false.append(" <-> ".join(f"{e['name']}[{e['port']}]" for e in s["ends"]))
+        text = " <-> ".join(f"{e['name']}[{e['port']}]" for e in s["ends"])
+        if {_host_of(n) for n in names} & crashed:
+            host_cables.append(text)
+        if (names & rebooted or names & maint or link in reseat or link in harmless
+                or text in host_cables):
+            false.append(text)
     score = Score(k, found / k if k else 1.0, false,
                   [s["ends"][0]["name"] for s in suspects if s["component"] == "switch"],
                   top=[f"{s['component']}:" + ",".join(f"{e['name']}[{e['port']}]"
                                                       for e in s["ends"]) for s in top])
+    score.host_cable_blames = host_cables
+    score.host_suspects = [_host_of(s["ends"][0]["name"]) for s in suspects
+                           if s["component"] == "host" and s["ends"]]
+    score.crashed_hosts = sorted(crashed)
+    score.host_suspects_found = len(crashed & set(score.host_suspects))
+    score.network_jobs = int(result.get("jobs", {}).get("network", 0))
+    score.network_jobs_truth = len(truth["network_failed_jobs"])
     ranks = {_link(s["ends"]): i for i, s in enumerate(links, 1)}
     score.harmless_ranks = [ranks.get(h) for h in harmless]
     naive = naive_ranking(folder)[:k]
@@ -143,6 +211,11 @@ def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score
         and ({p[0] for p in n} & (rebooted | maint) or any(n <= r for r in reseat)
              or any(n <= h for h in harmless)))
     return score
+
+
+def _host_of(name: str) -> str:
+    """The host of an end or suspect name: an HCA's node description is `<host> mlx5_N`."""
+    return name.split(" ", 1)[0]
 
 
 def window(truth: dict[str, Any]) -> tuple[datetime, datetime]:

@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 SWITCH_MODEL = "MQM8700"
 HCA_NAME = "mlx5_0"
+HCA_PREFIX = "mlx5_"
 MAX_SWITCH_PORTS = 254  # ibsim's (and IBTA's) limit for one switch
 MAX_UNICAST_LID = 0xBFFF
 
@@ -81,6 +82,7 @@ _SPINE_GUID_BASE = 0xB8599F0300100000
 _LEAF_GUID_BASE = 0xB8599F0300200000
 _HOST_GUID_BASE = 0x0C42A10300000000
 _HOST_GUID_STEP = 0x100
+_RAIL_GUID_STEP = 0x10  # a CA's port GUIDs are its node GUID + port: 8 rails fit in a step
 _VENDOR_ID = 0x02C9
 _SWITCH_DEVICE_ID = 0xD2F0  # Quantum (MQM8700)
 _HCA_DEVICE_ID = 0x101B  # ConnectX-6
@@ -117,7 +119,11 @@ class FatTree:
     Leaf ports 1..H go to the leaf's hosts and leaf port H+s to spine s; spine port l goes to
     leaf l. ``leaf_ports``/``spine_ports`` left at 0 become just enough (H+S and L); a larger
     value leaves the extra ports unconnected (``Down/ Polling``). LIDs are static: spines
-    1..S, leaves S+1..S+L, then the hosts in order.
+    1..S, leaves S+1..S+L, then the hosts' HCAs in order.
+
+    ``rails`` > 1 makes it rail-optimised, as GPU clusters are built: every host has one HCA
+    (its own node, ``<host> mlx5_<r>``) per rail, and the leaves come in groups of ``rails``,
+    leaf r of a group taking HCA r of the group's hosts (issue #20: a host is several nodes).
     """
 
     spines: int
@@ -126,11 +132,14 @@ class FatTree:
     leaf_ports: int = 0
     spine_ports: int = 0
     model: str = SWITCH_MODEL
+    rails: int = 1
 
     def __post_init__(self) -> None:
-        for attr in ("spines", "leaves", "hosts_per_leaf"):
+        for attr in ("spines", "leaves", "hosts_per_leaf", "rails"):
             if getattr(self, attr) < 1:
                 raise ValueError(f"FatTree.{attr} must be >= 1")
+        if self.leaves % self.rails or self.rails > 8:
+            raise ValueError("leaves must be a multiple of rails (one leaf per rail), rails <= 8")
         need_leaf, need_spine = self.hosts_per_leaf + self.spines, self.leaves
         # frozen: resolve the "0 = just enough" defaults through object.__setattr__
         object.__setattr__(self, "leaf_ports", self.leaf_ports or need_leaf)
@@ -141,14 +150,14 @@ class FatTree:
             raise ValueError(f"a spine needs {need_spine} ports (one per leaf)")
         if max(self.leaf_ports, self.spine_ports) > MAX_SWITCH_PORTS:
             raise ValueError(f"switches have at most {MAX_SWITCH_PORTS} ports")
-        if self.switches + self.hosts > MAX_UNICAST_LID:
+        if self.switches + self.hosts * self.rails > MAX_UNICAST_LID:
             raise ValueError(f"more than {MAX_UNICAST_LID} LIDs needed")
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.model):
             raise ValueError(f"bad switch model {self.model!r}")
 
     @property
     def hosts(self) -> int:
-        return self.leaves * self.hosts_per_leaf
+        return self.leaves // self.rails * self.hosts_per_leaf
 
     @property
     def switches(self) -> int:
@@ -177,17 +186,22 @@ class FatTree:
         """Leaf port that goes to spine number ``spine``."""
         return self.hosts_per_leaf + spine
 
-    def host_attachment(self, host: int) -> tuple[int, int]:
-        """(leaf number, leaf port) of host number ``host``."""
-        leaf, port = divmod(host - 1, self.hosts_per_leaf)
-        return leaf + 1, port + 1
+    def host_attachment(self, host: int, rail: int = 0) -> tuple[int, int]:
+        """(leaf number, leaf port) of host number ``host``'s HCA on ``rail`` (0-based)."""
+        group, port = divmod(host - 1, self.hosts_per_leaf)
+        return group * self.rails + rail + 1, port + 1
+
+    def hca_node(self, host: int, rail: int = 0) -> str:
+        """ibsim's node id of a host's HCA on ``rail``: the host name on a single rail."""
+        name = self.host_name(host)
+        return name if self.rails == 1 else f"{name}-{HCA_PREFIX}{rail}"
 
     def switch_description(self, name: str) -> str:
         return f"MF0;{name}:{self.model}/U1"
 
     @staticmethod
-    def host_description(name: str) -> str:
-        return f"{name} {HCA_NAME}"
+    def host_description(name: str, rail: int = 0) -> str:
+        return f"{name} {HCA_PREFIX}{rail}"
 
     def spine_lid(self, spine: int) -> int:
         return spine
@@ -195,14 +209,15 @@ class FatTree:
     def leaf_lid(self, leaf: int) -> int:
         return self.spines + leaf
 
-    def host_lid(self, host: int) -> int:
-        return self.switches + host
+    def host_lid(self, host: int, rail: int = 0) -> int:
+        return self.switches + (host - 1) * self.rails + rail + 1
 
     def lids(self) -> dict[str, int]:
         """Static LID of every node by name (a switch's LID is its port 0's)."""
         out = {self.spine_name(s): self.spine_lid(s) for s in range(1, self.spines + 1)}
         out |= {self.leaf_name(i): self.leaf_lid(i) for i in range(1, self.leaves + 1)}
-        out |= {self.host_name(h): self.host_lid(h) for h in range(1, self.hosts + 1)}
+        out |= {self.hca_node(h, r): self.host_lid(h, r) for h in range(1, self.hosts + 1)
+                for r in range(self.rails)}
         return out
 
     def spine_guid(self, spine: int) -> int:
@@ -211,14 +226,14 @@ class FatTree:
     def leaf_guid(self, leaf: int) -> int:
         return _LEAF_GUID_BASE + leaf
 
-    def host_guid(self, host: int) -> int:
-        """Node GUID of host ``host``; its port 1 GUID is this + 1."""
-        return _HOST_GUID_BASE + host * _HOST_GUID_STEP
+    def host_guid(self, host: int, rail: int = 0) -> int:
+        """Node GUID of host ``host``'s HCA on ``rail``; its port 1 GUID is this + 1."""
+        return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
 
 
 def expected_links(tree: FatTree) -> int:
-    """Cables in the tree: one per host plus one per leaf-spine pair."""
-    return tree.hosts + tree.leaves * tree.spines
+    """Cables in the tree: one per host and rail plus one per leaf-spine pair."""
+    return tree.hosts * tree.rails + tree.leaves * tree.spines
 
 
 def write_net_file(tree: FatTree, degrade: Mapping[tuple[str, str], str] | None = None) -> str:
@@ -265,9 +280,10 @@ def write_net_file(tree: FatTree, degrade: Mapping[tuple[str, str], str] | None 
         switch(tree.spine_name(s), tree.spine_guid(s), tree.spine_ports, tree.spine_lid(s), ports)
 
     for leaf in range(1, tree.leaves + 1):
-        first_host = (leaf - 1) * tree.hosts_per_leaf
+        group, rail = divmod(leaf - 1, tree.rails)
+        first_host = group * tree.hosts_per_leaf
         ports = [
-            f'[{p}] "{tree.host_name(first_host + p)}"[1]'
+            f'[{p}] "{tree.hca_node(first_host + p, rail)}"[1]'
             for p in range(1, tree.hosts_per_leaf + 1)
         ]
         ports += [
@@ -279,13 +295,16 @@ def write_net_file(tree: FatTree, degrade: Mapping[tuple[str, str], str] | None 
 
     for host in range(1, tree.hosts + 1):
         name = tree.host_name(host)
-        leaf, port = tree.host_attachment(host)
-        lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
-        lines.append(f"caguid=0x{tree.host_guid(host):016x}")
-        lines.append(f'Hca 1 "{name}" # "{tree.host_description(name)}"')
-        # "# lid N" on a CA port line is how ibsim takes a CA port's LID
-        lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid {tree.host_lid(host)}')
-        lines.append("")
+        for rail in range(tree.rails):
+            leaf, port = tree.host_attachment(host, rail)
+            lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
+            lines.append(f"caguid=0x{tree.host_guid(host, rail):016x}")
+            lines.append(f'Hca 1 "{tree.hca_node(host, rail)}" # '
+                         f'"{tree.host_description(name, rail)}"')
+            # "# lid N" on a CA port line is how ibsim takes a CA port's LID
+            lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid '
+                         f'{tree.host_lid(host, rail)}')
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -85,11 +85,30 @@ class _Iface(paramiko.ServerInterface):  # type: ignore[misc]
         return True
 
 
+# A streamed answer: called with the channel and the server's stop event, it sends as long as
+# it likes (an answer without end, or one that trickles); the session ends with it.
+Stream = Callable[[Any, threading.Event], None]
+
+
+def endless(chan: Any, stop: threading.Event) -> None:
+    """An answer that never ends, as fast as the client reads it."""
+    line = b"x" * 1023 + b"\r\n"
+    while not stop.is_set():
+        chan.sendall(line * 64)
+
+
+def trickle(chan: Any, stop: threading.Event) -> None:
+    """An answer that never ends, one byte every half second."""
+    while not stop.wait(0.5):
+        chan.sendall(b"x")
+
+
 class FakeOnyx:
-    def __init__(self, responses: dict[str, str], *, user: str = "admin",
+    def __init__(self, responses: dict[str, str | Stream], *, user: str = "admin",
                  password: str | None = None, authorized_key: Any = None,
-                 hostname: str = "ib-leaf-01") -> None:
+                 hostname: str = "ib-leaf-01", login: Stream | None = None) -> None:
         self.responses = dict(responses)
+        self.login = login  # instead of the banner and the first prompt
         self.user, self.password, self.authorized_key = user, password, authorized_key
         self.hostname = hostname
         self.host_key = paramiko.ECDSAKey.generate()
@@ -152,6 +171,9 @@ class FakeOnyx:
 
     def _cli(self, chan: Any) -> None:
         mode = "user"
+        if self.login is not None:
+            self.login(chan, self._stop)
+            return
         chan.sendall((BANNER + self._prompt(mode)).encode())
         line, last = bytearray(), 0
         while not self._stop.is_set():
@@ -193,8 +215,12 @@ class FakeOnyx:
             return "config" if mode != "user" else mode
         if cmd in _SILENT:
             return mode
-        if cmd in self.responses:
-            chan.sendall(self.responses[cmd].replace("\r\n", "\n").replace("\n", "\r\n").encode())
+        answer = self.responses.get(cmd)
+        if callable(answer):
+            answer(chan, self._stop)
+            return None
+        if answer is not None:
+            chan.sendall(answer.replace("\r\n", "\n").replace("\n", "\r\n").encode())
         else:
             word = cmd.split()[0]
             chan.sendall(f'% Unrecognized command "{word}".\r\n% Type "?" for help.\r\n'.encode())

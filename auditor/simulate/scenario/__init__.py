@@ -26,6 +26,10 @@ writes, in the formats the auditor's parsers read (provenance next to each write
     replacements.csv                     ticket,link,part,replaced_at of the swaps technicians
                                          made (`outcomes` only: weeks of faults, swaps right
                                          and wrong, a bad lot; cabling.csv gets a lot column)
+    slurm/events.txt                     `sacctmgr -P show event` over the window, and
+    slurm/slurmctld.log                  slurmctld's log (`host_records` slurm or both)
+    boots/<host>.txt                     `journalctl --list-boots` of every host
+                                         (`host_records` boots or both)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:
@@ -42,6 +46,8 @@ The parts; each module imports only modules listed above it:
     jobs.py        placement, each job's fate, sacct
     harmless.py    `harmless_flaps`: sound links whose long flaps are absorbed, their truth, the
                    logs of the completed jobs that crossed them
+    reboots.py     `host_reboots`: hosts that crash under a running job (its end, its peers'
+                   NCCL lines, slurmctld's view); the site's host records (`host_records`)
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
 
 Everything derives from the seed and the window start: same arguments, same bytes. Formatting
@@ -49,6 +55,7 @@ options draw from streams of their own: a job's fate does not depend on `info_sh
 `nccl_stamps`, `channel_lines`, `launcher_prefixes`, `sacct_steps` or `lost_switch_logs`.
 `optics` is off by default; then nothing of it is drawn and the files are what they were before.
 `outcomes` is off by default; then nothing of it is drawn and the files are what they were.
+`host_reboots` is off by default (and `host_records` then "none"); likewise.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ from auditor.simulate.scenario.truth import (
     FlapRecord,
     GroundTruth,
     HarmlessLink,
+    HostFailedJob,
+    HostReboot,
     Interval,
     Maintenance,
     NetworkFailedJob,
@@ -81,6 +90,8 @@ __all__ = [
     "FlapRecord",
     "GroundTruth",
     "HarmlessLink",
+    "HostFailedJob",
+    "HostReboot",
     "Interval",
     "Maintenance",
     "NetworkFailedJob",

@@ -39,7 +39,7 @@ from typing import NamedTuple, Protocol
 from auditor.simulate.scenario.clock import _Clock, _ctime, _iso
 from auditor.simulate.scenario.fabric import _Fabric
 from auditor.simulate.scenario.faults import _COUNTERS, _counter_values, _NodeKey, _Plan
-from auditor.simulate.scenario.options import GPUS_PER_NODE, Scenario
+from auditor.simulate.scenario.options import CAUSE_HOST_REBOOT, GPUS_PER_NODE, Scenario
 
 _XIDS: dict[int, str] = {
     79: "GPU has fallen off the bus.",
@@ -57,12 +57,14 @@ _PCI_BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 
 
 def _switch_log(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
-                skew: list[float], rng: random.Random, lost: set[int]) -> str:
+                skew: list[float], rng: random.Random, lost: set[int],
+                reboot_rng: random.Random | None = None) -> str:
     """rsyslog RSYSLOG_FileFormat lines (`<RFC 3339> <host> <tag>[pid]: <msg>`) in arrival order;
     each stamp is the sender's clock. Onyx port events read `mgmtd[pid]: [mgmtd.NOTICE]:
     Interface IB1/17 changed state to DOWN`; the config line is verbatim from a Samara/MLNX-OS
     capture (reference/switch/syslog-samples.txt). The `lost` switches' lines are drawn and
-    dropped, so the other switches' lines are the same with or without them."""
+    dropped, so the other switches' lines are the same with or without them. The flaps of
+    crashed hosts (`host_reboots`) draw from `reboot_rng`, so the other lines do not move."""
     pids = [(rng.randint(2000, 9000), rng.randint(1000, 1999)) for _ in fab.switches]
     # A rebooted switch is silent while it boots and runs a new mgmtd afterwards.
     rebooting = {sw: (at, up) for sw, at, up, _ in plan.reboots}
@@ -73,18 +75,19 @@ def _switch_log(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
         after = sw in rebooting and t > rebooting[sw][0] + 10.0
         return f"mgmtd[{new_mgmtd[sw] if after else pids[sw][0]}]"
 
-    def emit(sw: int, true_t: float, tag: str, msg: str) -> None:
+    def emit(sw: int, true_t: float, tag: str, msg: str, draw: random.Random = rng) -> None:
         stamp = _iso(clock.at(true_t + skew[sw])).replace("Z", "+00:00")
-        arrival = true_t + rng.uniform(0.001, 0.05)
+        arrival = true_t + draw.uniform(0.001, 0.05)
         if sw not in lost:
             lines.append((arrival, len(lines), f"{stamp} {fab.switches[sw].name} {tag}: {msg}"))
 
     for f in plan.flaps:
+        draw = reboot_rng if reboot_rng is not None and f.cause == CAUSE_HOST_REBOOT else rng
         for sw, port in fab.logging_ends(f.link):
             for t, state in ((f.down, "DOWN"), (f.up, "UP")):
                 # Each end notices the change on its own, a fraction of a second apart.
-                emit(sw, t + rng.uniform(0.0, 0.3), mgmtd(sw, t),
-                     f"[mgmtd.NOTICE]: Interface IB1/{port} changed state to {state}")
+                emit(sw, t + draw.uniform(0.0, 0.3), mgmtd(sw, t),
+                     f"[mgmtd.NOTICE]: Interface IB1/{port} changed state to {state}", draw)
 
     total = sc.days * 86400.0
     for sw in range(len(fab.switches)):

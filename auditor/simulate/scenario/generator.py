@@ -27,6 +27,14 @@ from auditor.simulate.scenario.jobs import _assign_sacct_ids, _Job, _sacct, _sch
 from auditor.simulate.scenario.optics import PART, ethtool_m, file_name, plan_ageing, readings
 from auditor.simulate.scenario.optics import truth as optics_truth
 from auditor.simulate.scenario.options import Scenario, ScenarioOptions
+from auditor.simulate.scenario.reboots import (
+    ATTEMPTS,
+    _Planner,
+    controller,
+    list_boots,
+    reboot_truth,
+    slurm_records,
+)
 from auditor.simulate.scenario.truth import (
     AgeingOptic,
     BadCable,
@@ -87,14 +95,36 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
     for stale in [*(out_dir / "jobs" / "logs").glob("*.log"),
                   *(out_dir / "counters").glob("ibqueryerrors-*.txt"),
-                  *(out_dir / "optics").glob("*/mlx5_*.txt")]:
+                  *(out_dir / "optics").glob("*/mlx5_*.txt"),
+                  *(out_dir / "boots").glob("*.txt"),
+                  *(out_dir / "slurm").glob("events.txt"),
+                  *(out_dir / "slurm").glob("slurmctld.log")]:
         stale.unlink()
+    for folder in (out_dir / "boots", out_dir / "slurm"):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()  # host_records: a folder only where the site keeps the records
 
     def write(rel: str, text: str) -> None:
         (out_dir / rel).write_text(text, encoding="utf-8", newline="\n")
 
     # Jobs first (their stream is their own): the lost switch logs depend on which jobs died.
-    jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"))
+    # Hosts crash (host_reboots) while the jobs are placed: a crash needs a job running.
+    ctl = controller(fab, rng_for("slurmctld"))
+    planner: _Planner | None = None
+    if sc.host_reboots:
+        for attempt in range(ATTEMPTS):
+            planner = _Planner(sc, fab, plan, clock, ctl,
+                               rng_for("reboots" if attempt == 0 else f"reboots:{attempt}"))
+            jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"), planner)
+            if planner.complete:
+                break
+        else:
+            raise ValueError(f"no running job to crash a host under for {sc.host_reboots} "
+                             "host reboot(s); ask for fewer, or more days or jobs")
+        assert planner is not None  # noqa: S101 - set in the loop
+        planner.apply(plan)
+    else:
+        jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"))
     killed = {j.culprit for j in jobs if j.culprit is not None}
     lost = _lost_switches(sc, fab, plan, killed, rng_for("lost"))
     arrays: list[str] = []
@@ -113,7 +143,8 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
 
     topology_at = 120.0 + rng_log.uniform(0, 60)
     write("topology/ibnetdiscover.txt", _ibnetdiscover(fab, clock.at(topology_at)))
-    write("logs/switches.log", _switch_log(sc, fab, plan, clock, skew, rng_log, set(lost)))
+    write("logs/switches.log", _switch_log(sc, fab, plan, clock, skew, rng_log, set(lost),
+                                           rng_for("reboot-logs") if planner else None))
 
     node_order: list[_NodeKey] = [("S", i) for i in range(len(fab.switches))]
     node_order += [("H", i) for i in range(len(fab.hcas))]
@@ -141,6 +172,17 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         f"{_iso(clock.at(e)).replace('.000000', '')},re-image OPS-{4000 + n}\n"
         for n, (h, s, e, _) in enumerate(maint)))
 
+    if sc.records in ("slurm", "both"):
+        (out_dir / "slurm").mkdir(exist_ok=True)
+        events, ctl_log = slurm_records(sc, fab, plan, jobs, planner, ctl, clock,
+                                        rng_for("slurm"))
+        write("slurm/events.txt", events)
+        write("slurm/slurmctld.log", ctl_log)
+    if sc.records in ("boots", "both"):
+        (out_dir / "boots").mkdir(exist_ok=True)
+        for rel, text in list_boots(sc, fab, plan, planner, clock, rng_for("boots")).items():
+            write(rel, text)
+
     write("inventory.csv", _inventory(fab))
     if campaign is not None:
         write("cabling.csv", campaign.cabling(fab))  # the lots (optics parts are not kept then)
@@ -158,8 +200,10 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
             stamp = clock.at(reading.at).timestamp()
             os.utime(out_dir / rel, (stamp, stamp))
         ageing = optics_truth(fab, optics, plan, clock)
+    crashes, host_failed = reboot_truth(fab, planner, clock, sc.records)
     truth = replace(_truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
-                           arrays, het, ageing), harmless_links=harmless)
+                           arrays, het, ageing), harmless_links=harmless,
+                    host_reboots=crashes, host_failed_jobs=host_failed, host_records=sc.records)
     data = truth.to_json()
     if campaign is not None:
         write("replacements.csv", campaign.replacements_csv(fab, clock))

@@ -20,6 +20,7 @@ import math
 import random
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
+from typing import Protocol
 
 from auditor.parse.hostlist import compress_hostlist
 from auditor.simulate.scenario.clock import _Clock
@@ -77,14 +78,25 @@ class _Job:
     culprit: int | None = None  # the link whose flap killed it
     survived: bool = False  # outlived a long flap on its footprint
     sacct_id: str | None = None  # `123_7` for an array task
+    submit: float = 0.0  # when it was submitted (slurmctld.log, host_records)
 
     @property
     def label(self) -> str:
         return self.sacct_id or str(self.job_id)
 
 
+class _Outages(Protocol):
+    """What the scheduler asks of `reboots._Planner` (named here so jobs sits below it)."""
+
+    def consider(self, job: _Job) -> tuple[int, float] | None:
+        """Maybe crash one of the job's hosts while it runs: the job's fate is rewritten and
+        (host, until) returned; the host takes no job before `until` (inf: not in the window)."""
+
+
 def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
-                   rng: random.Random) -> list[_Job]:
+                   rng: random.Random, outages: _Outages | None = None) -> list[_Job]:
+    """Place the jobs in arrival order and decide each one's fate. `outages` (host_reboots)
+    sees each job once its fate is decided and may crash one of its hosts."""
     total = sc.days * 86400.0
     n_hosts = len(fab.hosts)
     sizes = [(s, w) for s, w in zip(_JOB_SIZES, _JOB_SIZE_WEIGHTS, strict=True)
@@ -149,13 +161,17 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
         # The job's NCCL, settings and launcher come from a stream of its own.
         style = _job_style(sc, random.Random(f"{sc.seed}:joblog:{job_id}"))  # noqa: S311
         job = _Job(job_id, f"{rng.choice(_JOB_NAMES)}-{rng.randint(1, 99):02d}",
-                   sorted(chosen), start, start + round(dur), style)
+                   sorted(chosen), start, start + round(dur), style, submit=a)
         outlived = _decide(sc, fab, job, killers, host_flaps, logs, rng)
+        # A crashed host is DOWN in Slurm until an admin resumes it: no job takes it before.
+        crashed = outages.consider(job) if outages is not None else None
         until = job.end if job.end is not None else total
         job.survived = any(up <= until for up in outlived)
         for h in job.hosts:
             del pool[bisect_left(pool, (free_at[h], h))]
             free_at[h] = job.end if job.end is not None else math.inf
+            if crashed is not None and crashed[0] == h:
+                free_at[h] = max(free_at[h], crashed[1])
             insort(pool, (free_at[h], h))
         jobs.append(job)
     return jobs
@@ -358,6 +374,11 @@ def _sacct(fab: _Fabric, jobs: list[_Job], clock: _Clock, steps: bool = False,
             # script tears it down first.
             step = rng.choice(("FAILED", "FAILED", "CANCELLED")) if kind == "FAILED" else kind
             code = {"FAILED": job.exit_code, "CANCELLED": "0:15"}
+            if kind == "NODE_FAIL":
+                # slurmctld kills the steps of a job whose node failed (SIGKILL); a step that
+                # ended on a signal is stored CANCELLED (SchedMD/slurm@slurm-25-11-7-1
+                # src/plugins/accounting_storage/mysql/as_mysql_job.c:1634-1640).
+                step, code = "CANCELLED", {"CANCELLED": "0:9"}
         for p, (label, raw, hosts) in enumerate(parts):
             n = len(hosts)
             nodes = compress_hostlist(fab.hosts[h] for h in hosts)
@@ -365,7 +386,8 @@ def _sacct(fab: _Fabric, jobs: list[_Job], clock: _Clock, steps: bool = False,
                        f"{stamp(job.start)}|{stamp(job.end)}|{n}|{nodes}|{tres(n)}")
             if not steps:
                 continue
-            rows = [(".batch", "batch", kind, code.get(kind, "0:0"), job.start, 1,
+            batch = step if kind == "NODE_FAIL" else kind
+            rows = [(".batch", "batch", batch, code.get(batch, "0:0"), job.start, 1,
                      fab.hosts[hosts[0]], tres(1, billing=False))] if p == 0 else []
             rows.append((".extern", "extern", "RUNNING" if job.end is None else "COMPLETED",
                          "0:0", job.start, n, nodes, tres(n)))

@@ -36,6 +36,11 @@ CAUSE_RESEAT = "reseat"
 CAUSE_ADAPTIVE_ROUTING = "adaptive_routing"  # a leaf uplink; the leaf routes around it
 CAUSE_PORT_FAILOVER = "port_failover"  # a host's HCA cable; NCCL moves the rail's connections
 ABSORBED_CAUSES = frozenset({CAUSE_ADAPTIVE_ROUTING, CAUSE_PORT_FAILOVER})
+# A host that crashed and rebooted undeclared (`host_reboots`, reboots.py): every rail drops.
+CAUSE_HOST_REBOOT = "host_reboot"
+# What a site keeps of its hosts (`host_records`): only sacct's NODE_FAIL, Slurm's node events
+# and slurmctld.log, the hosts' boot records, or both.
+HOST_RECORDS = ("none", "slurm", "boots", "both")
 
 
 class ScenarioOptions(TypedDict, total=False):
@@ -72,6 +77,8 @@ class ScenarioOptions(TypedDict, total=False):
     ageing_optics: int | None
     outcomes: bool
     harmless_flaps: int
+    host_reboots: int
+    host_records: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +131,11 @@ class Scenario:
     outcomes: bool = False
     # Sound links whose long flaps are absorbed (see harmless.py); 0 leaves every file as it was.
     harmless_flaps: int = 0
+    # Hosts that crash and reboot undeclared while running a job (reboots.py, issue #20), and
+    # what the site keeps of its hosts (HOST_RECORDS; None: "both" when hosts reboot, else
+    # "none"). 0 and None leave every file as it was.
+    host_reboots: int = 0
+    host_records: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -174,6 +186,10 @@ class Scenario:
             raise ValueError("snapshot_every_h >= 0.25, max_clock_skew_s >= 0")
         if self.harmless_flaps < 0:
             raise ValueError("harmless_flaps must be >= 0")
+        if not 0 <= self.host_reboots <= max(1, self.hosts // 4):
+            raise ValueError("host_reboots must be between 0 and a quarter of the hosts")
+        if self.host_records is not None and self.host_records not in HOST_RECORDS:
+            raise ValueError(f"host_records must be one of {', '.join(HOST_RECORDS)}")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
         if self.switch_reboots > self.spines + self.leaves:
@@ -191,6 +207,13 @@ class Scenario:
     @property
     def hosts(self) -> int:
         return self.leaves // self.hcas_per_host * self.hosts_per_leaf
+
+    @property
+    def records(self) -> str:
+        """What the site keeps of its hosts (`host_records` with its default applied)."""
+        if self.host_records is not None:
+            return self.host_records
+        return "both" if self.host_reboots else "none"
 
     @property
     def host_links(self) -> int:
@@ -236,4 +259,8 @@ class Scenario:
             del out["outcomes"]  # off (the default): truth.json is what it was before #15
         if not self.harmless_flaps:
             del out["harmless_flaps"]  # off: truth.json stays what it was before the option
+        if not self.host_reboots:
+            del out["host_reboots"]  # off: truth.json stays what it was before the option
+        if self.host_records is None:
+            del out["host_records"]
         return out

@@ -39,7 +39,7 @@ class FlapRecord:
     up_at: datetime
     duration_s: float
     # frequent_flaps, rare_long_flaps, symbol_errors, switch_reboot, maintenance, reseat;
-    # adaptive_routing, port_failover (harmless_flaps)
+    # adaptive_routing, port_failover (harmless_flaps); host_reboot (host_reboots)
     cause: str
     logged_by: tuple[str, ...]  # switches whose log lines show it
 
@@ -142,6 +142,47 @@ class NetworkFailedJob:
 
 
 @dataclass(frozen=True, slots=True)
+class HostFailedJob:
+    """A job killed by its host's crash (`host_reboots`): not a network failure."""
+
+    job_id: str  # as sacct prints it
+    nodes: tuple[str, ...]
+    host: str  # the host that crashed
+    start: datetime
+    end: datetime  # sacct's End: slurmctld set the node DOWN (NODE_FAIL), or the batch exited
+    state: str  # NODE_FAIL, or FAILED when its peers' NCCL ended it before slurmctld noticed
+    exit_code: str  # as sacct prints it
+    batch_host: str  # where the batch script (and srun, which writes the log) ran
+    log_cut: bool  # the batch host crashed: the log stops at the crash, no peer saw anything
+    error_at: datetime | None  # the peers' first NCCL completion error (None: none printed)
+    reporters: tuple[Reporter, ...]  # peers whose NCCL names the crashed host, one per rail
+    nccl_version: str
+    ib_timeout: int
+    death_s: float
+    nccl_debug: str
+    launcher: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostReboot:
+    """A host that crashed and rebooted undeclared while it ran a job (`host_reboots`)."""
+
+    host: str
+    at: datetime  # the crash; every HCA link of the host went down within 1 s of it
+    boot_at: datetime  # the kernel started: slurmctld's boot_time, journalctl's FIRST ENTRY
+    up_at: datetime  # the last HCA link up again (the driver loaded, the links trained)
+    slurmd_at: datetime  # slurmd registered again
+    down_at: datetime  # slurmctld set the node DOWN: the NODE_FAIL jobs' End
+    down_by: str  # "not_responding" (SlurmdTimeout ran out first) or "unexpectedly_rebooted"
+    resumed_at: datetime | None  # an admin resumed the node; None: still DOWN at the end
+    links: tuple[str, ...]  # its HCA links, rail order
+    flaps: tuple[Interval, ...]  # one per link, same order
+    jobs: tuple[str, ...]  # the job it was running (killed), as sacct prints it
+    job_states: tuple[str, ...]
+    records: str  # what the site kept: none, slurm (events, slurmctld.log), boots, both
+
+
+@dataclass(frozen=True, slots=True)
 class OtherJob:
     """A job that failed for a non-network reason (oom, xid) or was cancelled."""
 
@@ -199,6 +240,11 @@ class GroundTruth:
     # Transceivers that aged before they flapped (optics only; also in `bad_cables`).
     ageing_optics: tuple[AgeingOptic, ...] = ()
     harmless_links: tuple[HarmlessLink, ...] = ()  # harmless_flaps only (absent from JSON else)
+    # host_reboots and host_records only (absent from JSON else): the crashed hosts, the jobs
+    # they killed (not in network_failed_jobs) and what the site keeps of its hosts.
+    host_reboots: tuple[HostReboot, ...] = ()
+    host_failed_jobs: tuple[HostFailedJob, ...] = ()
+    host_records: str = "none"
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
@@ -208,6 +254,8 @@ class GroundTruth:
             del data["ageing_optics"]  # without optics truth.json is what it always was
         if not data["harmless_links"]:
             del data["harmless_links"]  # the option off: truth.json as it was without it
+        if not self.host_reboots and self.host_records == "none":
+            del data["host_reboots"], data["host_failed_jobs"], data["host_records"]
         return {"schema": data.pop("schema"), **_jsonable(data)}
 
 
