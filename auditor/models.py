@@ -492,6 +492,31 @@ class SnmpChange:
 # The quantities a module's diagnostics report, in the units every parser converts to.
 OPTICS_QUANTITIES = ("temperature_c", "vcc_v", "tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
 
+# What a module's diagnostics can say at all (issue #21): each monitor and threshold is a 16-bit
+# word (SFF-8636 6.2.4, SFF-8472 9.2, CMIS 8.2.5 and 8.9.4), converted as ethtool 6.10 does
+# (sff-common.h:136-152; qsfp.c:708-718): temperature signed in 1/256 C (-128 .. +127.996), Vcc
+# unsigned in 100 uV (0 .. 6.5535 V), Tx bias unsigned in 2 uA (0 .. 131.07 mA), which CMIS
+# multiplies by 1, 2 or 4 (page 01h byte 160 bits 4-3: ethtool cmis.c:570-606,
+# sonic-platform-common cmis.py:818-821) so up to 524.28 mA, and optical power unsigned in
+# 0.1 uW (0 .. 6.5535 mW: at most +8.165 dBm, 8.17 as the tools round it; the least step, and
+# the 0 mW the parsers store, is -40 dBm). A value outside is not a module's: a broken tool or
+# a forged capture. It is left out (and counted), never stored, fitted or judged.
+OPTICS_BOUNDS: dict[str, tuple[float, float]] = {
+    "temperature_c": (-128.0, 128.0),
+    "vcc_v": (0.0, 6.5535),
+    "tx_bias_ma": (0.0, 524.28),
+    "tx_power_dbm": (-40.0, 8.17),
+    "rx_power_dbm": (-40.0, 8.17),
+}
+OPTICS_UNITS = {"temperature_c": "C", "vcc_v": "V", "tx_bias_ma": "mA", "tx_power_dbm": "dBm",
+                "rx_power_dbm": "dBm"}
+
+
+def plausible(quantity: str, value: float) -> bool:
+    """Whether a module could report `value` of `quantity` (OPTICS_BOUNDS; NaN never)."""
+    lo, hi = OPTICS_BOUNDS[quantity]
+    return lo <= value <= hi
+
 
 @dataclass(frozen=True, slots=True)
 class LaneReading:
@@ -531,3 +556,6 @@ class OpticsReading:
     vcc_v: float | None = None
     lanes: tuple[LaneReading, ...] = ()
     thresholds: dict[str, Thresholds] = field(default_factory=dict)  # OPTICS_QUANTITIES key
+    # What the parser left out or cut, one reason per value or field (OPTICS_BOUNDS, FIELD_MAX
+    # in auditor/parse/_optics.py): counted per reason in `auditor sources`.
+    issues: tuple[str, ...] = ()

@@ -1,2 +1,5 @@
--- Keep the snapshot taken at $seen_at ready to read, built from the sources $fingerprint names.
-insert into fabric_cache values ($seen_at, $fingerprint, $body);
+-- Cache the newest topology snapshot (auditor/store.py _encode_fabric says what each part holds).
+insert into fabric_cache (seen_at, prev_at, fingerprint, format, lookup, nodes, ports, links,
+                          peers, names, changed)
+values ($seen_at, $prev_at, $fingerprint, $format, $lookup, $nodes, $ports, $links, $peers,
+        $names, $changed);

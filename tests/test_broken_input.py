@@ -17,7 +17,10 @@ from typer.testing import CliRunner, Result
 from auditor.cli import app
 from auditor.collect.logfile import GZIP_BAD, NUL_LEAD, NUL_SKIPPED
 from auditor.demo import DATA
+from auditor.ingest.common import NOT_UTF8_ESCAPED
 from auditor.ingest.jobs import NOT_UTF8
+from auditor.parse._jobs import CUT as JOB_CUT
+from auditor.parse._jobs import TEXT_MAX
 from auditor.store import Store
 from tests.conftest import FIXTURES
 
@@ -145,6 +148,62 @@ def test_a_capture_with_a_nul_is_refused_naming_file_and_line(tmp_path: Path, db
     assert res.stderr.startswith(f"error: {capture}:{line}: binary data (NUL byte)")
     assert "Traceback" not in res.output
     assert sources(db) == []
+
+
+@pytest.mark.parametrize(("name", "described"), [
+    ("ibnetdiscover.txt", b'Ca\t1 "H-0c42a10300001d00"\t\t# "gpu-node-29 mlx5_0'),
+    ("iblinkinfo.txt", b"CA: gpu-node-29 mlx5_0")])
+def test_a_byte_that_is_not_utf8_in_a_topology_capture_is_one_counted_line(
+        tmp_path: Path, db: Path, name: str, described: bytes) -> None:
+    """Issue #21: one such byte made the whole capture fail (exit 2) where a job file degrades
+    per line. The line is read with the byte as a visible escape, counted, and the rest kept
+    (here the byte ends a host's node description)."""
+    raw = (SNAP / name).read_bytes()
+    at = raw.index(described) + len(described)
+    line = raw[:at].count(b"\n") + 1
+    capture = tmp_path / name
+    capture.write_bytes(raw[:at] + b"\xff" + raw[at:])
+    res = ok(db, "ingest", "--at", "2026-11-30T02:00:00Z", str(capture))
+    assert f"warning: {capture}: 1 line(s): {NOT_UTF8_ESCAPED}" in res.stderr
+    assert issues(db)[NOT_UTF8_ESCAPED] == (1, line)
+    (example,) = query(db, "select example from source_issues")
+    assert "gpu-node-29 mlx5_0\\xff" in example[0]
+    clean = tmp_path / "clean.duckdb"
+    ok(clean, "ingest", "--at", "2026-11-30T02:00:00Z", str(SNAP / name))
+    for table in ("nodes", "ports", "links"):
+        counted = f"select count(*) from {table}"  # noqa: S608 - our table names
+        assert query(db, counted) == query(clean, counted) != [(0,)], table
+    described = query(db, "select count(*) from nodes where description like '%\\xff%'")
+    assert described == [(1,)]
+
+
+def test_a_byte_that_is_not_utf8_in_an_optics_capture_is_one_counted_line(
+        tmp_path: Path, db: Path) -> None:
+    raw = (FIXTURES / "ethtool_module" / "qsfp28_sr4_four_lanes_mw_and_dbm_tab_indent.txt"
+           ).read_bytes()
+    capture = tmp_path / "eth.txt"
+    capture.write_bytes(raw.replace(b"Mellanox", b"Mellan\xf6x", 1))
+    (row,) = ingested(db, "--kind", "ethtool-module", "--host", "gpu-node-05", "--port",
+                      "ib0", "--at", "2026-11-30T03:00:00Z", str(capture))
+    assert (row["status"], row["records"]) == ("ingested", 1)
+    assert f"1 line(s): {NOT_UTF8_ESCAPED}" in str(row["warnings"])
+    assert issues(db)[NOT_UTF8_ESCAPED] == (1, raw[:raw.index(b"Mellanox")].count(b"\n") + 1)
+    assert query(db, "select distinct vendor, temperature_c from optics_readings") == [
+        ("Mellan\\xf6x", 30.56)]
+
+
+def test_a_job_field_cut_to_its_bound_is_counted(tmp_path: Path, db: Path) -> None:
+    """Issue #21: a job name, partition or exit code over TEXT_MAX characters is stored cut, as
+    before, and now counted per reason in `sources` like every other cut; the job is kept."""
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|JobName|Partition|State|Start|End|NodeList\n"
+                     f"41|{'x' * 5000}|gpu|FAILED|2026-11-30T01:00:00|2026-11-30T02:00:00|g01\n"
+                     "42|ok|gpu|COMPLETED|2026-11-30T01:00:00|2026-11-30T02:00:00|g02\n")
+    (row,) = ingested(db, "--kind", "sacct", str(sacct))
+    assert row["records"] == 2 and row["warnings"] == f"1 line(s): {JOB_CUT}"
+    assert issues(db)[JOB_CUT] == (1, 2)
+    assert query(db, "select lines_unparsed from sources") == [(0,)]  # the line was read
+    assert query(db, "select length(name) from jobs where job_id = '41'") == [(TEXT_MAX,)]
 
 
 # ---------------------------------------------------------------------------------------------

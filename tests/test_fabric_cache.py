@@ -3,11 +3,21 @@ it is what the tables say, and a cache the topology has moved past is never used
 
 from __future__ import annotations
 
+import logging
+import marshal
+import os
+import subprocess
+import sys
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
+import pytest
 
+from auditor import sql
+from auditor.demo import DATA
 from auditor.ingest.captures import ingest_files
 from auditor.models import Fabric
 from auditor.store import Store
@@ -96,16 +106,162 @@ def test_a_cache_built_before_the_topology_changed_is_not_used(db: Path) -> None
     assert after != before
 
 
-def test_a_damaged_cache_row_is_ignored(db: Path) -> None:
+Statement = str | tuple[str, dict[str, Any]]
+
+
+def _damage(db: Path, *statements: Statement) -> None:
+    con = duckdb.connect(str(db))
+    try:
+        for statement in statements:
+            text, params = (statement, {}) if isinstance(statement, str) else statement
+            con.execute(text, params)
+    finally:
+        con.close()
+
+
+def _swap_string(old: str, new: str) -> Statement:
+    """A statement that replaces one string of the cache's lookup list (JSON text)."""
+    return ("update fabric_cache set lookup = encode(replace(decode(lookup), $old, $new))",
+            {"old": f'"{old}"', "new": f'"{new}"'})
+
+
+# Rows of the right fingerprint that are not what the store writes (issue #21): each is read as
+# damaged, with a warning, and the tables answer.
+DAMAGED: dict[str, list[Statement]] = {
+    "not JSON lookup lists": ["update fabric_cache set lookup = '\\x00\\x01'::blob"],
+    "lookup lists nested past the recursion limit": [
+        "update fabric_cache set lookup = (repeat('[', 100000) || repeat(']', 100000))::blob"],
+    "one lookup list": ["update fabric_cache set lookup = '[[\"a\"]]'::blob"],
+    "a number that is text": [
+        "update fabric_cache set lookup = encode(replace(decode(lookup), ']]', ',\"7\"]]'))"],
+    "a number that is a float": [
+        "update fabric_cache set lookup = encode(replace(decode(lookup), ']]', ',1.5]]'))"],
+    "a number that is true": [
+        "update fabric_cache set lookup = encode(replace(decode(lookup), ']]', ',true]]'))"],
+    "a number past 32 bits": [
+        "update fabric_cache set lookup = encode(replace(decode(lookup), ']]', ',4294967296]]'))"],
+    "a part cut in a row": ["update fabric_cache set ports = ports[:-4]"],
+    "a part of 5 bytes": ["update fabric_cache set nodes = '\\xff\\xff\\xff\\x7f\\x00'::blob"],
+    "an index past its list": [
+        "update fabric_cache set links = '\\xff\\xff\\xff\\x7f' || links[5:]"],
+    "an unknown node type": [_swap_string("switch", "toaster")],
+    "another format": ["update fabric_cache set format = 3"],
+    "changed links without a snapshot before": [
+        "update fabric_cache set changed = links, prev_at = null"],
+    "a snapshot time that is bad text": [
+        "alter table fabric_cache alter prev_at type varchar",
+        "update fabric_cache set prev_at = '2026-13-45T99:00:00'"],
+    "a part that is text": [
+        "alter table fabric_cache alter names type varchar",
+        "update fabric_cache set names = 'abc'"],
+    "two rows": ["insert into fabric_cache select * from fabric_cache"],
+    "no table": ["drop table fabric_cache"],
+    "another table": ["drop table fabric_cache", "create table fabric_cache (body blob)",
+                      "insert into fabric_cache values ('\\x5b\\xff\\xff\\xff\\x7f'::blob)"],
+}
+
+
+@pytest.mark.parametrize("how", DAMAGED)
+def test_a_damaged_cache_row_is_read_as_the_tables_with_a_warning(
+        db: Path, how: str, caplog: pytest.LogCaptureFixture) -> None:
+    slow = FIXTURES / "iblinkinfo" / "ibsim_fattree_small.txt"
+    narrow = db.parent / "narrow.txt"
+    narrow.write_text(slow.read_text().replace("4X", "1X", 3))
+    with Store(db) as store:
+        ingest_files(store, [narrow], at=T0)
+        ingest_files(store, [slow], at=T1)
+    with Store(db, read_only=True) as store:
+        assert store._fabric_cache() is not None
+        intact = _answers(store, T1), store.fabric_links_changed(T1, T0)
+    _damage(db, *DAMAGED[how])
+    with caplog.at_level(logging.WARNING, logger="auditor.store"), \
+            Store(db, read_only=True) as store:
+        assert store._fabric_cache() is None
+        damaged = _answers(store, T1), store.fabric_links_changed(T1, T0)
+    assert damaged == intact
+    assert intact[1]  # else the links that ran otherwise could not tell
+    warned = [r.getMessage() for r in caplog.records if r.name == "auditor.store"]
+    assert len(warned) == 1 and "fabric cache" in warned[0] and "tables answer" in warned[0]
+
+
+def test_a_cache_claiming_huge_counts_allocates_nothing_for_them(db: Path) -> None:
+    """Schema 11's marshal body `[` + 2**31 - 1 made every reader allocate 16 GiB; no part of
+    the new row claims a count, so the same bytes anywhere in it cost nothing."""
     with Store(db) as store:
         ingest_files(store, [FAT_TREE], at=T0)
+        expected = _answers(store, T0)
+    claim = b"[\xff\xff\xff\x7f"  # marshal: a list of 2**31 - 1 items
+    _damage(db, ("update fabric_cache set lookup = $claim, nodes = $claim, ports = $claim || "
+                 "$claim[:3], links = $huge || links[5:]", {"claim": claim, "huge": claim[1:]}))
+    tracemalloc.start()
+    try:
+        with Store(db, read_only=True) as store:
+            assert store._fabric_cache() is None
+            got = _answers(store, T0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == expected
+    assert peak < 20 * 2**20, peak  # what the small fabric itself takes, not gigabytes
+
+
+# Schema 11 bodies (marshal, format 3) of the right fingerprint that every reader trusted:
+# 5 bytes claiming a list of 2**31 - 1 items (16 GiB asked for), and the right format with rows
+# of the wrong length, a bad ISO date and an unknown node type (a traceback from every command).
+SCHEMA_11_BODIES = {
+    "a list claiming 2**31 - 1 items": b"[\xff\xff\xff\x7f",
+    "rows of the wrong shape": marshal.dumps(
+        (3, [("0x1", "toaster")], [("0x1",)], [(1, 2, 3)], {}, {}, "2026-13-45", [])),
+}
+
+
+@pytest.mark.parametrize("body", SCHEMA_11_BODIES)
+def test_a_schema_11_cache_body_is_dropped_unread_by_the_migration(db: Path, body: str) -> None:
+    with Store(db) as store:
+        ingest_files(store, [FAT_TREE], at=T0)
+        fingerprint = store._topology_fingerprint()
+    tables = _from_tables(db, T0)
+    _damage(db, "drop table fabric_cache", sql.load("migrations/0011_fabric_cache"),
+            "delete from schema_version where version >= 14")
     con = duckdb.connect(str(db))
-    con.execute("update fabric_cache set body = '\\x00\\x01'::blob")
+    con.execute("insert into fabric_cache values ($at, $fp, $body)",
+                {"at": T0.replace(tzinfo=None), "fp": fingerprint,
+                 "body": SCHEMA_11_BODIES[body]})
     con.close()
-    with Store(db, read_only=True) as store:
-        assert store._fabric_cache() is None
-        fabric = store.fabric(T0)
-    assert len(fabric.links) > 0
+    tracemalloc.start()
+    try:
+        with Store(db, read_only=True) as store:  # migrated once, as a read-only command does
+            assert store._fabric_cache() is not None
+            got = _answers(store, T0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == tables
+    assert peak < 20 * 2**20, peak
+
+
+def test_the_warning_of_a_damaged_cache_is_on_stderr_and_the_output_the_same(
+        tmp_path: Path) -> None:
+    db = tmp_path / "cli.duckdb"
+    snap = DATA / "sweep-2026-11-30"
+
+    def auditor(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "auditor", "--db", str(db), *args],
+                              capture_output=True, text=True, check=False, timeout=120,
+                              env={**os.environ, "AUDITOR_CONFIG": "", "AUDITOR_DB": ""})
+
+    ingest = auditor("ingest", "--at", "2026-11-30T02:00:00Z", str(snap / "ibnetdiscover.txt"),
+                     str(snap / "iblinkinfo.txt"))
+    assert ingest.returncode == 0, ingest.stderr
+    window = ["--since", "3d", "--until", "2026-11-30T03:00:00Z", "--format", "json"]
+    intact = auditor("topology", "--format", "json"), auditor("suspects", *window)
+    _damage(db, _swap_string("switch", "toaster"))
+    damaged = auditor("topology", "--format", "json"), auditor("suspects", *window)
+    for good, bad in zip(intact, damaged, strict=True):
+        assert good.returncode == bad.returncode == 0, bad.stderr
+        assert good.stdout == bad.stdout and good.stdout.strip()
+        assert "fabric cache" not in good.stderr
+        assert "the fabric cache is damaged (an unknown node type)" in bad.stderr
 
 
 def test_a_database_from_before_the_cache_gets_one_when_migrated(db: Path) -> None:

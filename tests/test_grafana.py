@@ -5,13 +5,14 @@ for a report of the demo fabric."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -19,7 +20,9 @@ from auditor.analyse.audit import audit
 from auditor.demo import build_demo
 from auditor.report.build import build_report
 from auditor.report.prometheus import render
+from auditor.report.schema import Report
 from auditor.store import Store
+from tests.promtext import ExpositionError, parse
 
 DASHBOARD = "fabric-auditor.json"
 # Labels Prometheus adds when it scrapes node_exporter, not the textfile's own.
@@ -36,23 +39,21 @@ def dashboard() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def exposition(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, str]]]:
-    """metric name -> the label sets of its samples, from a real report of the demo fabric."""
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, list[dict[str, Any]]]:
+    """A real report of the demo fabric and the sources beside it."""
     db = tmp_path_factory.mktemp("grafana") / "demo.duckdb"
     build_demo(db)
     until = datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=1)
     with Store(db, read_only=True) as store:
-        text = render(build_report(audit(store, until - timedelta(days=2), until)),
-                      store.sources())
-    samples: dict[str, list[dict[str, str]]] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name, _, rest = line.partition("{")
-        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest.rsplit("}", 1)[0])) \
-            if rest else {}
-        samples.setdefault(name.split()[0], []).append(labels)
-    return samples
+        return build_report(audit(store, until - timedelta(days=2), until)), store.sources()
+
+
+@pytest.fixture(scope="module")
+def exposition(demo_report: tuple[Report, list[dict[str, Any]]]
+               ) -> dict[str, list[dict[str, str]]]:
+    """metric name -> the label sets of its samples, read by a strict exposition parser."""
+    samples = parse(render(*demo_report))
+    return {name: [labels for labels, _ in rows] for name, rows in samples.items()}
 
 
 def _targets(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
@@ -124,3 +125,58 @@ def test_every_metric_and_label_queried_is_written(
 def test_the_file_is_in_the_package(dashboard: dict[str, Any]) -> None:
     path = Path(str(resources.files("auditor.dashboards").joinpath(DASHBOARD)))
     assert path.is_file() and path.stat().st_size > 1000
+
+
+PER_LINK = ("auditor_link_flaps", "auditor_suspect_score")
+
+
+def test_every_per_link_series_names_its_ends_by_guid(
+        demo_report: tuple[Report, list[dict[str, Any]]],
+        exposition: dict[str, list[dict[str, str]]]) -> None:
+    report, _ = demo_report
+    guids = {(s["ends"][0]["guid"], s["ends"][1]["guid"] if len(s["ends"]) > 1 else "")
+             for s in report["suspects"]}
+    assert guids
+    for metric in PER_LINK:
+        assert {(ls["a_guid"], ls["b_guid"]) for ls in exposition[metric]} == guids, metric
+
+
+def test_two_switches_with_one_name_are_two_series(
+        demo_report: tuple[Report, list[dict[str, Any]]]) -> None:
+    """Issue #21: two pairs of switches named "Quantum Mellanox Technologies" (the default
+    description), one suspect link on the same ports of each: the same labels but their GUIDs,
+    which the Prometheus client refused as one series twice."""
+    report, sources = demo_report
+    first = copy.deepcopy(report["suspects"][0])
+    first["ends"] = [{"name": "Quantum Mellanox Technologies", "guid": "0xb8599f0300aa0001",
+                      "port": 7, "label": "port 7"},
+                     {"name": "Quantum Mellanox Technologies", "guid": "0xb8599f0300bb0001",
+                      "port": 1, "label": "port 1"}]
+    second = copy.deepcopy(first)
+    second["rank"] = 2
+    second["ends"][0]["guid"], second["ends"][1]["guid"] = "0xb8599f0300aa0002", \
+        "0xb8599f0300bb0002"
+    twins = {**report, "suspects": [first, second]}
+    samples = parse(render(cast(Report, twins), sources))  # ExpositionError on a duplicate
+    for metric in PER_LINK:
+        assert {ls["a_guid"] for ls, _ in samples[metric]} == {"0xb8599f0300aa0001",
+                                                                "0xb8599f0300aa0002"}
+    # The same link listed twice is written once (its best-ranked suspect).
+    same = {**report, "suspects": [first, {**copy.deepcopy(first), "rank": 2}]}
+    flaps = parse(render(cast(Report, same), sources))["auditor_link_flaps"]
+    assert len(flaps) == 1
+
+
+def test_the_strict_parser_refuses_a_duplicate_series() -> None:
+    with pytest.raises(ExpositionError, match="duplicate series"):
+        parse('# TYPE m gauge\nm{a="x"} 1\nm{a="x"} 2\n')
+
+
+def test_the_dashboard_tells_same_named_ends_apart(dashboard: dict[str, Any]) -> None:
+    for p in dashboard["panels"]:
+        for t in p["targets"]:
+            if "auditor_link_flaps" in t["expr"]:
+                assert "{{a_guid}}" in t["legendFormat"] and "{{b_guid}}" in t["legendFormat"]
+            if "auditor_suspect_score" in t["expr"]:
+                hidden = p["transformations"][0]["options"]["excludeByName"]
+                assert not {"a_guid", "b_guid"} & set(hidden)

@@ -289,7 +289,8 @@ def test_any_text_is_displayed_inert(desc: str, host: str, message: str, limit: 
     assert rows[0] == list(row) and rows[1][3] == "-3"  # our own number is not quoted
     assert all(is_csv_safe(c) for c in rows[1][:3])
     report = {"suspects": [{"component": "cable", "rank": 1, "score": 0.5, "flaps": 1,
-                            "ends": [{"name": desc, "port": 1}, {"name": host, "port": 2}]}],
+                            "ends": [{"name": desc, "port": 1, "guid": message},
+                                     {"name": host, "port": 2, "guid": desc}]}],
               "coverage": {"switches_ok": 0, "switches_total": 0, "hosts_ok": 0,
                            "hosts_total": 0},
               "summary": {"jobs_network": 0, "jobs_failed": 0}}

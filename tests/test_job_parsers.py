@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from auditor.errors import ParseError
 from auditor.models import HostAddress, Job, JobTable
 from auditor.parse import hostlist, sacct
-from auditor.parse._jobs import parse_slurm_time
+from auditor.parse._jobs import TEXT_MAX, parse_slurm_time
 from auditor.parse.hostlist import (
     MAX_HOSTS,
     compress_hostlist,
@@ -382,6 +382,28 @@ def test_sacct_bad_data_line_goes_to_unparsed(line: str, reason: str) -> None:
     line_no, kept, why = result.unparsed[0]
     assert (line_no, kept) == (2, line)
     assert why.startswith(reason), why
+
+
+def test_cut_names_partitions_and_exit_codes_are_counted() -> None:
+    """Issue #21: a field cut to TEXT_MAX is kept cut and its line counted (`cut`), as the
+    topology counts its cut descriptions; a field of exactly TEXT_MAX is not cut."""
+    long, edge = "n" * (TEXT_MAX + 1), "e" * TEXT_MAX
+    result = parse_sacct(f"{HEADER}\n{_sacct_line(JobID='1', JobName=long)}\n"
+                         f"{_sacct_line(JobID='2', JobName=edge)}\n"
+                         f"{_sacct_line(JobID='3', ExitCode=long)}\n")
+    assert [(n, line.split('|')[0]) for n, line in result.cut] == [(2, "1"), (4, "3")]
+    assert [len(j.name or "") for j in result.jobs] == [TEXT_MAX, TEXT_MAX, 1]
+    assert result.unparsed == []
+    comp = parse_jobcomp("JobId=5 UserId=u(1) GroupId=g(1) Name=" + long + " JobState=FAILED "
+                         "Partition=gpu TimeLimit=1 StartTime=2026-11-30T06:14:54 "
+                         "EndTime=2026-11-30T06:15:00 NodeList=gpu-001 NodeCnt=1\n")
+    assert [n for n, _ in comp.cut] == [1] and len(comp.jobs) == 1
+    jsonl = parse_jobs_jsonl(json.dumps({"job_id": 6, "state": "FAILED", "start": None,
+                                         "end": None, "nodes": ["gpu-001"],
+                                         "partition": long}) + "\n"
+                             + json.dumps({"job_id": 7, "state": "FAILED", "start": None,
+                                           "end": None, "nodes": ["gpu-001"], "name": edge}))
+    assert [n for n, _ in jsonl.cut] == [1] and len(jsonl.jobs) == 2
 
 
 def test_sacct_nnodes_cross_check() -> None:

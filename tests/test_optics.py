@@ -287,3 +287,21 @@ def test_a_dark_lane_is_past_its_alarm_not_a_missing_reading(tmp_path: Path) -> 
     lane2 = next(w for w in wl.watches if w.lane == 2)
     assert "Rx power -40.0 dBm is past its low alarm -13.3 dBm" in lane2.top.sentence
     assert 3 not in rules(wl, "DARK")
+
+
+def test_values_no_module_can_report_are_no_reading_even_when_stored(tmp_path: Path) -> None:
+    """Issue #21: the ingest leaves them out; a database written before it (or any other
+    writer) may hold them, and the watch list still neither fits nor judges them."""
+    broken = dict(LIMITS, tx_bias_ma=Thresholds(5.492, 6.0, 8.0, -1_000_000.0),
+                  temperature_c=Thresholds(-10.0, 0.0, 70.0, 1e308))
+    hot = module("HOT", temp=lambda d: 1e308 if d % 2 else -273_000.0,
+                 vcc=lambda d: -3.3, bias=lambda d, n: -1_000_000.0 if n == 1 else 6.75,
+                 rx=lambda d, n: 1e308 if n == 2 else -1.5, limits=broken)
+    wl = run(tmp_path, hot)
+    assert wl.modules == 1 and wl.watches == []
+    (h,) = wl.histories.values()
+    assert "temperature_c" not in h.module_series and "vcc_v" not in h.module_series
+    assert "rx_power_dbm" not in h.lanes[2] and h.lanes[1]["rx_power_dbm"]
+    assert "tx_bias_ma" not in h.lanes[1] and h.lanes[2]["tx_bias_ma"]
+    assert h.thresholds["tx_bias_ma"].high_alarm is None
+    assert h.thresholds["temperature_c"].high_alarm is None

@@ -149,3 +149,41 @@ def test_mistakes_are_refused_and_nothing_is_stored(demo: Path, args: list[str],
     assert code == 2
     assert message in out
     assert readings(demo) == []
+
+
+def test_implausible_readings_are_counted_and_never_watched_or_blamed(
+        demo: Path, tmp_path: Path) -> None:
+    """Issue #21: a capture claiming 1e308 C made a strong watch-list entry and a `transceiver`
+    suspect whose evidence held a 309-digit number. Now the value is left out at ingest and
+    counted in `sources`; the rest of the reading is kept."""
+    huge = "1" + "0" * 308
+    capture = tmp_path / "hot.txt"
+    capture.write_text(SR4.read_text().replace(
+        "30.56 degrees C / 87.01 degrees F", f"{huge}.00 degrees C / {huge}.00 degrees F")
+        .replace("8.500 mA", "-1000000.000 mA"))
+    for hour in range(3, 9):  # after the demo's last sweep: placed on gpu-node-05's HCA
+        code, rows, out = ingest(demo, "--kind", "ethtool-module", "--host", "gpu-node-05",
+                                 "--port", "ib0", "--at", f"2026-11-30T0{hour}:00:00Z",
+                                 str(capture))
+        assert code == 0, out
+        assert set(str(rows[0]["warnings"]).split("; ")) == {
+            "1 reading(s): implausible temperature_c reading (outside -128..128 C), left out",
+            "1 reading(s): implausible tx_bias_ma threshold (outside 0..524.28 mA), left out"}
+    stored = readings(demo)
+    assert len(stored) == 24 and {r["temperature_c"] for r in stored} == {None}
+    assert {r["tx_bias_ma"] for r in stored} == {6.75} and {r["vcc_v"] for r in stored} == {3.235}
+    with Store(demo) as store:
+        reasons = {(i["reason"], i["lines"]) for i in store.issues()}
+        limits = {t["quantity"]: t for t in store.optics_thresholds()}
+    assert ("implausible temperature_c reading (outside -128..128 C), left out", 1) in reasons
+    assert limits["tx_bias_ma"]["high_alarm"] is None and limits["tx_bias_ma"]["low_alarm"]
+    window = ["--since", "7d", "--until", "2026-11-30T09:00:00Z", "--format", "json"]
+    watch = runner.invoke(app, ["--db", str(demo), "watch-list", *window])
+    assert watch.exit_code == 0, watch.output
+    assert not [w for w in json.loads(watch.stdout)["watch"] if w["quantity"] == "temperature_c"]
+    suspects = runner.invoke(app, ["--db", str(demo), "suspects", *window])
+    assert suspects.exit_code == 0, suspects.output
+    assert huge not in suspects.stdout and huge not in watch.stdout
+    blamed = json.loads(suspects.stdout)["suspects"]
+    assert "transceiver" not in {s["component"] for s in blamed}
+    assert not [s for s in blamed if s["optics"] or "transceiver" in s["rules"]]

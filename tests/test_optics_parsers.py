@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import ParseError
-from auditor.models import OPTICS_QUANTITIES, OpticsReading
+from auditor.models import OPTICS_QUANTITIES, OpticsReading, plausible
 from auditor.parse import ethtool_module, mlxlink_module, onyx_optics
-from auditor.parse._optics import FIELD_MAX, NO_LIGHT_DBM, mw_to_dbm
+from auditor.parse._optics import CUT, FIELD_MAX, NO_LIGHT_DBM, mw_to_dbm
 from auditor.parse.ethtool_module import parse_ethtool_module
 from auditor.parse.mlxlink_module import parse_mlxlink_module
 from auditor.parse.onyx_optics import parse_onyx_optics
@@ -47,6 +47,8 @@ def records(readings: list[OpticsReading]) -> list[dict[str, Any]]:
     for r in readings:
         d = dataclasses.asdict(r)
         d["read_at"] = r.read_at.isoformat()
+        if not d["issues"]:  # what a parser left out or cut: in a fixture's JSON when any
+            del d["issues"]
         out.append(json.loads(json.dumps(d)))
     return out
 
@@ -299,9 +301,88 @@ def test_fuzz_only_parse_errors_and_sane_readings(folder: str, data: st.DataObje
     for r in found:
         assert len(r.port_name) <= FIELD_MAX
         assert all(q in OPTICS_QUANTITIES for q in r.thresholds)
+        for q in ("temperature_c", "vcc_v"):
+            assert getattr(r, q) is None or plausible(q, getattr(r, q))
+        for q, t in r.thresholds.items():
+            assert all(v is None or plausible(q, v) for v in (
+                t.low_alarm, t.low_warning, t.high_warning, t.high_alarm))
         for ln in r.lanes:
             assert 1 <= ln.lane <= 32
             for v in (ln.tx_bias_ma, ln.tx_power_dbm, ln.rx_power_dbm):
                 assert v is None or math.isfinite(v)
+            for q in ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm"):
+                assert getattr(ln, q) is None or plausible(q, getattr(ln, q))
             for v in (ln.tx_power_dbm, ln.rx_power_dbm):
                 assert v is None or v >= NO_LIGHT_DBM or folder != "ethtool_module"
+
+
+# --- plausibility (issue #21): what no module's 16-bit DDM word can say is left out, counted --
+
+SR4 = FIXTURES / "ethtool_module" / "qsfp28_sr4_four_lanes_mw_and_dbm_tab_indent.txt"
+HUGE = "1" + "0" * 308  # 1e308 as a tool that prints plain decimals would print it
+
+
+def _replace(text: str, key: str, value: str) -> str:
+    lines = text.split("\n")
+    hits = [i for i, line in enumerate(lines) if line.strip().startswith(key)]
+    assert len(hits) == 1, key
+    lines[hits[0]] = lines[hits[0]].split(":", 1)[0] + ": " + value
+    return "\n".join(lines)
+
+
+def test_ethtool_values_no_module_can_report_are_left_out_and_counted() -> None:
+    text = SR4.read_text()
+    for key, value in [
+            ("Module temperature  ", "-273000.00 degrees C / -459368.00 degrees F"),
+            ("Module voltage  ", "-3.3000 V"),
+            ("Laser tx bias current (Channel 1)", "-1000000.000 mA"),
+            ("Transmit avg optical power (Channel 2)", f"{HUGE}.0000 mW / inf dBm"),
+            ("Rcvr signal avg optical power(Channel 3)", "6.5535 mW / 8.16 dBm"),  # the most
+            ("Laser bias current high alarm threshold", "9999.000 mA"),
+            ("Module temperature high alarm threshold", f"{HUGE}.00 degrees C / 0 degrees F")]:
+        text = _replace(text, key, value)
+    r = _one(parse_ethtool_module, text)
+    good = _one(parse_ethtool_module, SR4.read_text())
+    assert (r.temperature_c, r.vcc_v) == (None, None)
+    lanes = {ln.lane: ln for ln in r.lanes}
+    assert lanes[1].tx_bias_ma is None and lanes[1].tx_power_dbm == good.lanes[0].tx_power_dbm
+    assert lanes[2].tx_power_dbm is None and lanes[2].tx_bias_ma == 6.75
+    assert lanes[3].rx_power_dbm == 8.165  # 6.5535 mW, the top of the scale, is a reading
+    assert r.thresholds["tx_bias_ma"].high_alarm is None
+    assert r.thresholds["tx_bias_ma"].low_alarm == good.thresholds["tx_bias_ma"].low_alarm
+    assert r.thresholds["temperature_c"].high_alarm is None
+    assert r.thresholds["rx_power_dbm"] == good.thresholds["rx_power_dbm"]
+    assert sorted(r.issues) == sorted([
+        "implausible temperature_c reading (outside -128..128 C), left out",
+        "implausible vcc_v reading (outside 0..6.5535 V), left out",
+        "implausible tx_bias_ma reading (outside 0..524.28 mA), left out",
+        "implausible tx_power_dbm reading (outside -40..8.17 dBm), left out",
+        "implausible tx_bias_ma threshold (outside 0..524.28 mA), left out",
+        "implausible temperature_c threshold (outside -128..128 C), left out"])
+    assert good.issues == ()
+
+
+def test_mlxlink_and_switch_values_no_module_can_report_are_left_out() -> None:
+    text = (MLXLINK.replace("Temperature [C]                    : 49 [-10..80]",
+                            f"Temperature [C]                    : {HUGE} [-10..80]")
+            .replace("3189.4 [3100..3500]", "-3300 [3100..3500]")
+            .replace("9.210,0,9.054,9.142 [7..11]", "9.210,0,-5,9.142 [7..11]"))
+    r = _one(parse_mlxlink_module, text, "mlx5_0/1")
+    assert (r.temperature_c, r.vcc_v) == (None, None)
+    assert [(ln.lane, ln.tx_bias_ma) for ln in r.lanes] == [(1, 9.21), (3, None), (4, 9.142)]
+    assert len(r.issues) == 3
+    nvue = (FIXTURES / "onyx_optics" / "nvue_flat_four_channels_mw_and_dbm_trailing_spaces.txt")
+    switch = nvue.read_text().replace("42.56 degrees C / 108.61 degrees F", "500.00 degrees C")
+    r = _one(parse_onyx_optics, switch, None)
+    assert r.temperature_c is None and r.vcc_v == 3.2888
+    assert r.issues == ("implausible temperature_c reading (outside -128..128 C), left out",)
+
+
+def test_cut_text_fields_are_counted() -> None:
+    text = ("Identifier                                : 0x11 (QSFP28)\n"
+            "Vendor name                               : " + "A" * 100_000 + "\n"
+            "Vendor PN                                 : " + "B" * 64 + "\n"
+            "Vendor rev                                : " + "C" * 65 + "\n")
+    r = _one(parse_ethtool_module, text, "x" * 1000)
+    assert r.firmware == "C" * 63 + "…" and r.part_number == "B" * 64
+    assert r.issues == (CUT, CUT, CUT)  # vendor name, revision (the firmware), port name

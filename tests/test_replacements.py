@@ -120,6 +120,38 @@ def test_cabling_fixture_and_parts_on_ports(tmp_path: Path, db: Path) -> None:
     assert parts[("0xb8599f0300100002", 2)] == "MT2330FT09118"
 
 
+def test_a_cabling_plans_parts_belong_to_its_source(tmp_path: Path, db: Path) -> None:
+    """Issue #21: the plan's part records had no source, so forgetting the plan's source (what
+    ingesting the same file with other options does) left them behind."""
+    head = "a_name,a_port,b_name,b_port,vendor,part_number,serial_number,length\n"
+    plan = tmp_path / "cabling.csv"
+    plan.write_text(head + "leaf02,IB1/6,spine02,IB1/2,NVIDIA,MFS1S00-H010V,MT2330FT09118,10m\n")
+    cli(db, "ingest", str(plan))
+    cli(db, "ingest", "--kind", "cabling", str(plan))  # the same file again: a no-op
+
+    def stored() -> tuple[list[tuple[int, str]], list[int]]:
+        with Store(db, read_only=True) as store:
+            rows = store._con.execute("select source_id, serial_number from transceivers "
+                                      "order by all").fetchall()
+            return rows, sorted(s["source_id"] for s in store.sources()
+                                if s["kind"] == "cabling")
+
+    rows, (first,) = stored()
+    assert rows == [(first, "MT2330FT09118")] * 2  # both ends, once
+    edited = tmp_path / "cabling-new.csv"  # an edited copy: what the ports hold now
+    edited.write_text(head + "leaf02,IB1/6,spine02,IB1/2,NVIDIA,MFS1S00-H010V,MT2409FT00042,"
+                      "10m\n")
+    cli(db, "ingest", str(edited))
+    with Store(db, read_only=True) as store:
+        parts = {(t["guid"], t["port"]): t["serial_number"] for t in store.transceivers()}
+    assert parts[("0xb8599f0300200002", 6)] == parts[("0xb8599f0300100002", 2)] == \
+        "MT2409FT00042"
+    with Store(db) as store, store.transaction():
+        store.forget_sources([first])  # as a re-ingest with other options forgets it
+    rows, (second,) = stored()
+    assert second != first and rows == [(second, "MT2409FT00042")] * 2
+
+
 def test_inventory_fixture_and_ingest(tmp_path: Path, db: Path) -> None:
     from dataclasses import asdict
 

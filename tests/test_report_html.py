@@ -3,6 +3,7 @@ screenshots it and prints it to PDF."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from auditor.report.html import render_html
-from auditor.report.schema import Replacement, Report, Timeline, TimelineFlap
+from auditor.report.schema import OpticsTrace, Replacement, Report, Timeline, TimelineFlap
 from auditor.safe_text import NAME_MAX, TEXT_MAX
 from tests.conftest import need
 
@@ -472,3 +473,65 @@ def test_console_error_check_can_fail(tmp_path: Path) -> None:
                            "--dump-dom", page.as_uri()],
                           capture_output=True, text=True, timeout=60, check=False)
     assert _console_errors(done.stderr), done.stderr[-2000:]
+
+
+_NUMBER_ATTRS = ("x", "y", "x1", "y1", "x2", "y2", "cx", "cy", "r", "width", "height", "dy",
+                 "font-size", "stroke-width")
+_NON_FINITE = re.compile(r"(?i)nan|inf")
+
+
+def _finite_coordinates(plot: ET.Element) -> None:
+    vb = [float(v) for v in plot.get("viewBox", "").split()]
+    assert len(vb) == 4 and all(math.isfinite(v) for v in vb)
+    for el in list(plot.iter())[1:]:  # the <svg> itself: its viewBox, width="100%"
+        for name in _NUMBER_ATTRS:
+            if name in el.attrib:
+                assert math.isfinite(float(el.attrib[name])), (el.tag, name, el.attrib[name])
+        for name in ("d", "transform"):
+            assert not _NON_FINITE.search(el.attrib.get(name, "")), el.attrib[name]
+
+
+def test_the_svg_writer_never_writes_a_non_finite_coordinate() -> None:
+    """Issue #21: a series holding `inf` once made the trend plot invalid (not drawn). A shape
+    with a coordinate that is not a finite number is left out; the rest is drawn."""
+    from auditor.report import svg
+
+    c = svg.Canvas("t")
+    nan, inf = math.nan, math.inf
+    c.line(0.0, 0.0, 10.0, 10.0, stroke="#000000")
+    c.line(0.0, inf, 10.0, 10.0, stroke="#000000")
+    c.rect(nan, 0.0, 5.0, 5.0, fill="#000000")
+    c.circle(1.0, -inf, 1.6, fill="#000000")
+    c.segments([(0.0, 0.0, 1.0, 1.0), (0.0, nan, 1.0, 1.0)], stroke="#000000")
+    c.text(inf, 0.0, "x", size=8.0)
+    c.text(2.0, 2.0, "kept", size=8.0, rotate=nan)
+    clipped = c.clip("area", 0.0, 0.0, inf, 10.0)
+    c.rect(1.0, 1.0, 2.0, 2.0, clip=clipped, fill="#000000")
+    plot = ET.fromstring(c.svg("odd numbers"))  # noqa: S314 - our own output
+    _finite_coordinates(plot)
+    assert [el.tag.removeprefix(f"{SVG_NS}") for el in plot.iter()][1:] == [
+        "defs", "clipPath", "rect", "line", "path", "rect"]
+    with pytest.raises(ValueError, match="not a finite coordinate"):
+        svg.num(nan)
+
+
+def test_a_trend_with_non_finite_and_huge_values_is_drawn_from_the_rest() -> None:
+    from auditor.report.html import _trend_svg
+
+    days = [f"2026-11-{d:02d}" for d in range(1, 7)]
+    values = [1.0, math.inf, math.nan, -math.inf, 1e308, 2.0]
+    trace: OpticsTrace = {
+        "device": "gpu01", "port_name": "mlx5_0/1", "serial_number": "S", "quantity":
+        "temperature_c", "unit": "C", "warning": math.inf, "alarm": math.nan, "lane": None,
+        "watched": True, "series": [{"lane": None, "points": list(zip(days, values, strict=True))},
+                                    {"lane": 1, "points": [(days[0], math.nan)]}]}
+    page = _trend_svg(trace, "t", "gpu01 mlx5_0/1")
+    assert page is not None
+    plot = ET.fromstring(page)  # noqa: S314 - our own output
+    _finite_coordinates(plot)
+    assert len(plot.findall(f"{SVG_NS}circle")) == 3  # 1, 1e308 and 2 are numbers
+    # Too far apart to scale (the span overflows): nothing non-finite is written either.
+    trace["series"] = [{"lane": None, "points": [(days[0], 1e308), (days[1], -1e308)]}]
+    _finite_coordinates(ET.fromstring(_trend_svg(trace, "t", "x") or ""))  # noqa: S314
+    trace["series"] = [{"lane": None, "points": [(days[0], math.nan)]}]
+    assert _trend_svg(trace, "t", "gpu01 mlx5_0/1") is None  # nothing to draw

@@ -44,7 +44,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypedDict
 
 from auditor.config import OpticsSettings
-from auditor.models import OPTICS_QUANTITIES, Thresholds
+from auditor.models import OPTICS_BOUNDS, OPTICS_QUANTITIES, Thresholds, plausible
 from auditor.store import Store
 
 PortKey = tuple[str, int]
@@ -326,12 +326,22 @@ def fit_all(hs: Iterable[History], cfg: OpticsSettings) -> None:
 
 def _series(days: list[int], values: list[Any], quantity: str) -> Series:
     """(day, value) of the days that have a value. -inf dBm (0 mW, a dark lane) becomes
-    DARK_DBM; NaN and other infinities are no reading."""
+    DARK_DBM; NaN, other infinities and values no module can report (OPTICS_BOUNDS: the
+    ingest leaves them out, a database written before it may hold them) are no reading."""
     out = [(x, float(v)) for x, v in zip(days, values, strict=True) if v is not None and v == v]
     if math.inf in values or -math.inf in values:  # rare; `in` compares at C speed
         dark = quantity.endswith("_dbm")
         out = [(x, DARK_DBM if dark and v == -math.inf else v) for x, v in out
                if not (math.isinf(v) and not (dark and v < 0))]
+    lo, hi = OPTICS_BOUNDS[quantity]
+    try:
+        # At C speed on the raw values (a series of 100,000 is checked in 30 ms, not 250);
+        # NaN compares false either way, and a NaN first makes min or max NaN: filtered below.
+        inside = lo <= min(values) and max(values) <= hi
+    except (TypeError, ValueError):  # a day without this quantity (None), or no day at all
+        inside = False
+    if not inside:
+        out = [(x, v) for x, v in out if lo <= v <= hi]
     return out
 
 
@@ -367,15 +377,18 @@ def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
         h = out.get((t["device"], t["port_name"], t["serial_number"]))
         if h is not None and t["quantity"] in OPTICS_QUANTITIES:
             h.thresholds[t["quantity"]] = Thresholds(
-                *(_limit(t[k]) for k in ("low_alarm", "low_warning", "high_warning",
-                                         "high_alarm")))
+                *(_limit(t["quantity"], t[k]) for k in ("low_alarm", "low_warning",
+                                                        "high_warning", "high_alarm")))
     return out
 
 
-def _limit(value: Any) -> float | None:
+def _limit(quantity: str, value: Any) -> float | None:
     # Zero is "no limit" (SFF-8636 and CMIS leave unimplemented thresholds at 0); the store
-    # already keeps those as null, a reading stored some other way is treated the same.
-    return None if value is None or float(value) == 0.0 else float(value)
+    # already keeps those as null, a reading stored some other way is treated the same. So is
+    # a limit no module can encode (OPTICS_BOUNDS; NaN included).
+    if value is None or float(value) == 0.0 or not plausible(quantity, float(value)):
+        return None
+    return float(value)
 
 
 def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettings | None = None,

@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest import duplicates
-from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key, read_text
+from auditor.ingest.common import (
+    NOT_UTF8_ESCAPED,
+    IngestResult,
+    claim_source,
+    digest_of,
+    options_key,
+    read_capture,
+)
 from auditor.models import (
     LID_KEY_PREFIX,
     CounterSample,
@@ -60,6 +67,7 @@ class _Parsed:
     topology: Topology | None = None
     counters: list[CounterSample] | CounterTable | None = None
     options: str | None = None
+    not_utf8: list[tuple[int, str]] = field(default_factory=list)  # (line number, line as read)
 
 
 def place_unmapped_events(store: Store, at: datetime, aliases: dict[str, str] | None) -> int:
@@ -130,7 +138,7 @@ _PARSERS: dict[str, Callable[[str], Topology | list[CounterSample] | CounterTabl
 
 
 def parse_file(path: Path, kind: str) -> _Parsed:
-    text, digest = read_text(path)
+    text, digest, not_utf8 = read_capture(path)
     if kind == "auto":
         kind = detect_kind(text, str(path))
     if kind not in _PARSERS:
@@ -141,7 +149,8 @@ def parse_file(path: Path, kind: str) -> _Parsed:
         result = _PARSERS[kind](text)
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
-    parsed = _Parsed(str(path), kind, digest, text.count("\n") + (not text.endswith("\n")))
+    parsed = _Parsed(str(path), kind, digest, text.count("\n") + (not text.endswith("\n")),
+                     not_utf8=not_utf8)
     if isinstance(result, Topology):
         parsed.topology = result
     else:
@@ -319,6 +328,10 @@ def ingest_files(
                 result.records = len(table.names)
                 sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
                 store.add_counters(sid, moment, table)
+            if item.not_utf8:
+                store.add_issues(sid, [(NOT_UTF8_ESCAPED, len(item.not_utf8),
+                                        *item.not_utf8[0])])
+                result.warnings.append(f"{len(item.not_utf8)} line(s): {NOT_UTF8_ESCAPED}")
             result.source_id = sid
         if snapshot_source is not None:
             times = store.snapshot_times(moment, limit=2)

@@ -29,23 +29,55 @@ class IngestResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_text(path: Path) -> tuple[str, str]:
-    """The file's text and content hash; binary (a NUL byte anywhere) or unreadable files are
-    an AuditorError naming the line."""
+def _read(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and content hash; AuditorError when it cannot be read or holds a NUL
+    byte (binary data, not a text capture)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise AuditorError(f"{path}: cannot read: {exc.strerror}") from exc
-    digest = hashlib.sha256(data).hexdigest()
     if (nul := data.find(b"\x00")) >= 0:
         line_no = data[:nul].count(b"\n") + 1
         raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a text capture")
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """The file's text and content hash; binary (a NUL byte anywhere) or unreadable files are
+    an AuditorError naming the line."""
+    data, digest = _read(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_no = data[: exc.start].count(b"\n") + 1
         raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from exc
     return text, digest
+
+
+# A capture's line holding bytes that are not UTF-8 (a node description a firmware wrote in
+# Latin-1, a flipped bit): the line is read with each bad byte as a visible `\xNN` escape and
+# counted under this reason; the rest of the capture is unaffected (issue #21).
+NOT_UTF8_ESCAPED = "not UTF-8: the bad bytes kept as \\xNN escapes"
+_EXAMPLE_MAX = 200
+
+
+def read_capture(path: Path) -> tuple[str, str, list[tuple[int, str]]]:
+    """`read_text` for a capture: bytes that are not UTF-8 do not refuse the file but are
+    kept as `\\xNN` escapes; also returns (line number, line as read) of each line that held
+    any. A NUL byte still refuses it (binary data is not a capture)."""
+    data, digest = _read(path)
+    try:
+        return data.decode("utf-8"), digest, []
+    except UnicodeDecodeError:
+        pass
+    bad: list[tuple[int, str]] = []
+    for line_no, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append((line_no, raw.decode("utf-8", "backslashreplace")[:_EXAMPLE_MAX]))
+    # UTF-8 never splits a character across a newline byte: line by line or whole, the same.
+    return data.decode("utf-8", "backslashreplace"), digest, bad
 
 
 def options_key(**options: object) -> str:

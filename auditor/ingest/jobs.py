@@ -29,7 +29,7 @@ from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest.common import IngestResult, options_key, read_text
 from auditor.models import HostAddress, HostEventsResult, JobError, Location, MaintenanceWindow
-from auditor.parse._jobs import JobsResult
+from auditor.parse._jobs import CUT, JobsResult
 from auditor.parse.cabling import Cable, parse_cabling
 from auditor.parse.hosts_file import parse_hosts_file
 from auditor.parse.inventory import parse_inventory
@@ -109,7 +109,7 @@ class JobOptions:
 _CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "slurm-events", "slurmctld",
                     "boots", "auto")
 NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
-_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD})  # issues of lines that were still read
+_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD, CUT})  # issues of lines that were still read
 
 
 def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
@@ -172,8 +172,10 @@ def _issues(unparsed: Sequence[tuple[int, str, str]]
     return [(why, n, *first[why]) for why, n in count.most_common()]
 
 
-def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> None:
-    """Both ends of every planned cable become part records of their ports."""
+def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime,
+                  source_id: int) -> None:
+    """Both ends of every planned cable become part records of their ports, under the plan's
+    source (forgetting it forgets them)."""
     # The plan may be loaded before or after the first sweep: use the newest fabric.
     pm = PortMap(store.latest_fabric())
     by_device: dict[str, list[dict[str, object]]] = {}
@@ -186,7 +188,7 @@ def _store_cables(store: Store, cables: Sequence[Cable], moment: datetime) -> No
                 "serial_number": c.serial_number, "length": c.length,
                 "cable_type": c.cable_type, "revision": None, "lot": c.lot})
     for device, rows in by_device.items():
-        store.add_transceivers(moment, device, rows)
+        store.add_transceivers(moment, device, rows, source_id)
 
 
 @dataclass(slots=True)
@@ -219,7 +221,7 @@ class _JobFile:
     def unparsed(self) -> list[tuple[int, str, str]]:
         damaged = self.damaged or []
         if self.jobs is not None:
-            return damaged + self.jobs.unparsed
+            return damaged + self.jobs.unparsed + [(n, line, CUT) for n, line in self.jobs.cut]
         if self.host_events is not None:
             return damaged + self.host_events.unparsed
         return damaged + (self.log.unparsed if self.log is not None else [])
@@ -361,7 +363,7 @@ def ingest_job_files(store: Store, paths: Sequence[Path], kind: str, opts: JobOp
             if item.locations is not None:
                 store.add_inventory(sid, item.locations)
             if item.cables is not None:
-                _store_cables(store, item.cables, moment)
+                _store_cables(store, item.cables, moment, sid)
             if item.host_events is not None:
                 store.add_host_events(sid, item.host_events.events)
             if item.log is not None:

@@ -25,7 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
-from auditor.ingest.common import IngestResult, claim_source, digest_of, options_key, read_text
+from auditor.ingest.common import (
+    NOT_UTF8_ESCAPED,
+    IngestResult,
+    claim_source,
+    digest_of,
+    options_key,
+    read_capture,
+)
 from auditor.models import OpticsReading
 from auditor.parse import ethtool_module, mlxlink_module, onyx_optics
 from auditor.portmap import PortMap
@@ -84,10 +91,13 @@ def place(pm: PortMap, readings: Sequence[OpticsReading],
           known: dict[str, tuple[str, int]] | None = None
           ) -> tuple[list[tuple[str | None, int | None]], Counter[str]]:
     """(GUID, port) of each reading where the fabric graph (or `known`: port name -> (GUID,
-    port), what a host's own sysfs said) places it, and why the others are not placed."""
+    port), what a host's own sysfs said) places it, and the counts per reason `sources` keeps:
+    why the others are not placed, and what the parser left out or cut of each (its
+    `issues`: implausible values, long text fields)."""
     placed: list[tuple[str | None, int | None]] = []
     why: Counter[str] = Counter()
     for r in readings:
+        why.update(r.issues)
         if known and r.port_name in known:
             placed.append(known[r.port_name])
             continue
@@ -113,10 +123,11 @@ class _Parsed:
     lines: int
     read_at: datetime
     readings: list[OpticsReading]
+    not_utf8: list[tuple[int, str]]  # (line number, line as read)
 
 
 def _parse(path: Path, kind: str, opts: OpticsOptions) -> _Parsed:
-    text, digest = read_text(path)
+    text, digest, not_utf8 = read_capture(path)
     if not text.strip():
         raise AuditorError(f"{path}:1: empty file, nothing to ingest")
     if kind == "auto":
@@ -135,7 +146,7 @@ def _parse(path: Path, kind: str, opts: OpticsOptions) -> _Parsed:
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     return _Parsed(path, kind, digest, text.count("\n") + (not text.endswith("\n")), read_at,
-                   readings)
+                   readings, not_utf8)
 
 
 def ingest_optics_files(store: Store, paths: Sequence[Path], kind: str,
@@ -166,6 +177,10 @@ def ingest_optics_files(store: Store, paths: Sequence[Path], kind: str,
             result.records = len(item.readings)
             result.source_id = sid
             result.warnings = [f"{n} reading(s): {reason}" for reason, n in why.most_common()]
+            if item.not_utf8:
+                store.add_issues(sid, [(NOT_UTF8_ESCAPED, len(item.not_utf8),
+                                        *item.not_utf8[0])])
+                result.warnings.append(f"{len(item.not_utf8)} line(s): {NOT_UTF8_ESCAPED}")
     return results
 
 

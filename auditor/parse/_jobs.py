@@ -23,6 +23,8 @@ class JobsResult:
     table: JobTable = field(default_factory=JobTable)
     skipped_steps: int = 0
     unparsed: list[tuple[int, str, str]] = field(default_factory=list)
+    # (line_no, line) of the jobs read with a name, partition or exit code cut to TEXT_MAX
+    cut: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def jobs(self) -> list[Job]:
@@ -143,6 +145,13 @@ def check_times(start: datetime | None, end: datetime | None) -> None:
 
 
 TEXT_MAX = 256  # a job name, partition or exit code: users choose job names
+CUT = f"a job name, partition or exit code over {TEXT_MAX} characters: stored cut"
+
+
+def too_long(*values: object) -> bool:
+    """Whether `optional_text` cuts any of these raw values."""
+    return any(isinstance(v, str) and len(v) > TEXT_MAX and len(v.strip()) > TEXT_MAX
+               for v in values)
 
 
 def optional_text(text: str | None) -> str | None:

@@ -14,7 +14,11 @@ The rules every format follows, so a reading means the same whichever tool took 
 * A module reporting 0 V has no monitors at all (passive copper): its temperature and voltage
   are placeholders and are left out, and so are its lanes.
 * Text fields (vendor, part, serial, firmware, port names) come from a module EEPROM or a
-  switch: they are cut to FIELD_MAX characters. Numbers that are not finite are refused.
+  switch: they are cut to FIELD_MAX characters, each cut counted (CUT). Numbers that are not
+  finite are refused.
+* A reading or threshold outside what the module's 16-bit DDM words can encode
+  (`models.OPTICS_BOUNDS`: 1e308 C, -3.3 V, a negative bias) is not a module's: it is left out
+  of the reading and counted per quantity (`implausible`), the rest of the reading kept.
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from auditor.errors import ParseError
-from auditor.models import OPTICS_QUANTITIES, LaneReading, OpticsReading, Thresholds, clip
+from auditor.models import (
+    OPTICS_BOUNDS,
+    OPTICS_QUANTITIES,
+    OPTICS_UNITS,
+    LaneReading,
+    OpticsReading,
+    Thresholds,
+    clip,
+    plausible,
+)
 from auditor.parse._common import split_lines
 
 # SFF-8636 and CMIS EEPROM strings are 16 bytes; anything longer is not from a module.
@@ -36,6 +49,15 @@ MAX_LANES = 32
 NO_LIGHT_DBM = -40.0
 NA = frozenset({"", "N/A", "NA", "n/a"})
 THRESHOLD_KINDS = ("low_alarm", "low_warning", "high_warning", "high_alarm")
+CUT = f"a text field longer than {FIELD_MAX} characters, cut"
+
+
+def implausible(quantity: str, threshold: bool = False) -> str:
+    """The `sources` reason of a value of `quantity` outside OPTICS_BOUNDS, left out."""
+    lo, hi = OPTICS_BOUNDS[quantity]
+    what = "threshold" if threshold else "reading"
+    return (f"implausible {quantity} {what} (outside {lo:g}..{hi:g} {OPTICS_UNITS[quantity]}), "
+            "left out")
 
 
 def text(value: str | None) -> str | None:
@@ -95,6 +117,27 @@ class Module:
     lanes: dict[int, dict[str, float]] = field(default_factory=dict)
     limits: dict[str, dict[str, float | None]] = field(default_factory=dict)
     seen: bool = False  # a line this parser reads was found
+    issues: list[str] = field(default_factory=list)  # what was cut or left out, one each
+
+    def text(self, value: str | None) -> str | None:
+        """`text(value)`, a cut counted."""
+        kept = text(value)
+        if kept is not None and value is not None and len(kept) < len(value.strip()):
+            self.issues.append(CUT)
+        return kept
+
+    def _clip(self, value: str) -> str:
+        kept = clip(value, FIELD_MAX)
+        if kept != value:
+            self.issues.append(CUT)
+        return kept
+
+    def _plausible(self, quantity: str, value: float | None, threshold: bool = False
+                   ) -> float | None:
+        if value is None or plausible(quantity, value):
+            return value
+        self.issues.append(implausible(quantity, threshold))
+        return None
 
     def set_lane(self, lane: int, quantity: str, value: float) -> None:
         self.lanes.setdefault(lane, {})[quantity] = value
@@ -112,17 +155,25 @@ class Module:
                              "no port named: keep the command line in the capture or pass the "
                              "port (ingest --port)")
         no_monitors = self.no_monitors or self.vcc_v == 0
-        limits = {} if no_monitors else {
-            q: Thresholds(**{k: v.get(k) for k in THRESHOLD_KINDS})
-            for q, v in sorted(self.limits.items())
-            if q in OPTICS_QUANTITIES and any(v.get(k) is not None for k in THRESHOLD_KINDS)}
+        limits: dict[str, Thresholds] = {}
+        if not no_monitors:
+            for q, v in sorted(self.limits.items()):
+                if q not in OPTICS_QUANTITIES:
+                    continue
+                kept = {k: self._plausible(q, v.get(k), threshold=True) for k in THRESHOLD_KINDS}
+                if any(value is not None for value in kept.values()):
+                    limits[q] = Thresholds(**kept)
+        lanes = {} if no_monitors else {
+            lane: {q: v for q, v in values.items()
+                   if self._plausible(q, v) is not None} for lane, values in self.lanes.items()}
         return OpticsReading(
-            device=clip(device, FIELD_MAX), port_name=clip(self.port, FIELD_MAX),
+            device=self._clip(device), port_name=self._clip(self.port),
             read_at=read_at, vendor=self.vendor, part_number=self.part_number,
             serial_number=self.serial_number, firmware=self.firmware,
-            temperature_c=None if no_monitors else self.temperature_c,
-            vcc_v=None if no_monitors else self.vcc_v,
-            lanes=() if no_monitors else _lanes(self.lanes), thresholds=limits)
+            temperature_c=None if no_monitors else self._plausible("temperature_c",
+                                                                   self.temperature_c),
+            vcc_v=None if no_monitors else self._plausible("vcc_v", self.vcc_v),
+            lanes=_lanes(lanes), thresholds=limits, issues=tuple(self.issues))
 
 
 def _dark(values: dict[str, float]) -> bool:

@@ -104,15 +104,15 @@ def _read(block: Block) -> Module:
         if key in _KNOWN:
             module.seen = True
         if key == "Vendor name":
-            module.vendor = text(value)
+            module.vendor = module.text(value)
         elif key == "Vendor PN":
-            module.part_number = text(value)
+            module.part_number = module.text(value)
         elif key == "Vendor SN":
-            module.serial_number = text(value)
+            module.serial_number = module.text(value)
         elif key == "Vendor rev":
-            revision = text(value)
+            revision = value
         elif key == "Active firmware version":
-            firmware = text(value)
+            firmware = value
         elif key == "Transmitter technology":
             module.no_monitors = "copper" in value.lower()
         elif key == "Module temperature":
@@ -135,7 +135,7 @@ def _read(block: Block) -> Module:
                 pattern = {"tx_bias_ma": _MA, "temperature_c": _CELSIUS, "vcc_v": _VOLTS}[quantity]
                 limit = zero_is_none(_value(pattern, value, "v", line_no, raw))
             module.set_limit(quantity, f"{m.group('side')}_{m.group('level')}", limit)
-    module.firmware = firmware or revision
+    module.firmware = module.text(firmware if text(firmware) is not None else revision)
     if not module.seen:
         first = next((n, line) for n, line in block.lines if line.strip())
         raise ParseError(KIND, first[0], first[1], "not ethtool -m output (no Identifier, "

@@ -57,6 +57,7 @@ from auditor.parse._jobs import (
     parse_nodelist,
     parse_slurm_time,
     parse_state,
+    too_long,
 )
 from auditor.parse.hostlist import expand_hostlist
 
@@ -138,10 +139,14 @@ def parse_jobcomp(text: str, *, tz: tzinfo = UTC) -> JobsResult:
         if not line.startswith("JobId="):
             result.unparsed.append((line_no, line, "not a jobcomp line (JobId=...)"))
             continue
+        fields = _fields(line)
         try:
-            result.table.append(_jobcomp_job(_fields(line), line_no, tz))
+            result.table.append(_jobcomp_job(fields, line_no, tz))
         except ValueError as exc:
             result.unparsed.append((line_no, line, str(exc)))
+            continue
+        if too_long(fields.get("Name"), fields.get("Partition"), fields.get("ExitCode")):
+            result.cut.append((line_no, line))
     return result
 
 
@@ -239,4 +244,7 @@ def parse_jobs_jsonl(text: str, *, tz: tzinfo = UTC) -> JobsResult:
             result.table.append(_json_job(obj, line_no, tz))
         except ValueError as exc:
             result.unparsed.append((line_no, line, str(exc)))
+            continue
+        if too_long(obj.get("name"), obj.get("partition"), obj.get("exit_code")):
+            result.cut.append((line_no, line))
     return result

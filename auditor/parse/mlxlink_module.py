@@ -127,22 +127,22 @@ def _read(block: Block) -> Module:
         if key in _MONITORS:
             _monitor(module, _MONITORS[key], value, line_no, raw)
         elif key == "Vendor Name":
-            module.vendor = text(value)
+            module.vendor = module.text(value)
         elif key == "Vendor Part Number":
-            module.part_number = text(value)
+            module.part_number = module.text(value)
         elif key == "Vendor Serial Number":
-            module.serial_number = text(value)
+            module.serial_number = module.text(value)
         elif key == "Rev":
-            revision = text(value)
+            revision = value
         elif key == "FW Version":
-            firmware = text(value)
+            firmware = value
         elif key == "Cable Type" and "copper" in value.lower() and "passive" in value.lower():
             module.no_monitors = True
     if not module.seen:
         first = next((n, line) for n, line in lines if line.strip())
         raise ParseError(KIND, first[0], first[1],
                          "no 'Module Info' section (was mlxlink run with -m?)")
-    module.firmware = firmware or revision
+    module.firmware = module.text(firmware if text(firmware) is not None else revision)
     return module
 
 

@@ -55,7 +55,6 @@ from auditor.parse._optics import (
     match_command,
     mw_to_dbm,
     number,
-    text,
     zero_is_none,
 )
 
@@ -142,7 +141,7 @@ def _read(block: Block) -> Module | None:
             module.seen = module.seen or key in _KNOWN
             _top(module, key, value, line_no, raw)
             if key == "vendor-rev":
-                revision = text(value)
+                revision = module.text(value)
             continue
         _tree(module, sections, key, value, line_no, raw)
     if not module.seen:
@@ -155,11 +154,11 @@ def _read(block: Block) -> Module | None:
 
 def _top(module: Module, key: str, value: str, line_no: int, line: str) -> None:
     if key == "vendor-name":
-        module.vendor = text(value)
+        module.vendor = module.text(value)
     elif key == "vendor-pn":
-        module.part_number = text(value)
+        module.part_number = module.text(value)
     elif key == "vendor-sn":
-        module.serial_number = text(value)
+        module.serial_number = module.text(value)
     elif key == "cable-type":
         low = value.lower()
         module.no_monitors = "copper" in low and "passive" in low

@@ -52,6 +52,7 @@ from auditor.errors import ParseError
 from auditor.models import JobTable
 from auditor.parse._common import split_lines
 from auditor.parse._jobs import (
+    TEXT_MAX,
     JobsResult,
     gpus_from_tres,
     optional_text,
@@ -59,6 +60,7 @@ from auditor.parse._jobs import (
     parse_nodelist_joined,
     parse_slurm_time,
     parse_state,
+    too_long,
 )
 
 __all__ = ["JobsResult", "parse_sacct"]
@@ -365,6 +367,11 @@ def _read_block(block: _Block, ids: _Ids, allocations: set[str], tz: tzinfo,
     names = _per_value(columns.get("jobname", absent), optional_text, "", errors)
     partitions = _per_value(columns.get("partition", absent), optional_text, "", errors)
     exit_codes = _per_value(columns.get("exitcode", absent), optional_text, "", errors)
+    texts = [columns[k] for k in ("jobname", "partition", "exitcode") if k in columns]
+    # max(map(len)) at C speed first: a value that long is rare (100,000 lines, 1 ms).
+    if any(max(map(len, col), default=0) > TEXT_MAX for col in texts):
+        result.cut += [(line_nos[i], block.lines[rows[i]]) for i in range(n)
+                       if i not in errors and too_long(*(col[i] for col in texts))]
     if errors:
         result.unparsed += [(line_nos[i], block.lines[rows[i]], why) for i, why in errors.items()]
         keep = [i for i in range(n) if i not in errors]

@@ -413,8 +413,11 @@ def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, u
 
 
 def _nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
-    """Round values (1, 2 or 5 x a power of ten apart) across [lo, hi], at most `most`."""
+    """Round values (1, 2 or 5 x a power of ten apart) across [lo, hi], at most `most`; none
+    when the span is not a finite number."""
     span = max(hi - lo, 1e-9)
+    if not math.isfinite(span):
+        return []
     step = 10 ** math.floor(math.log10(span / most))
     for factor in (1, 2, 5, 10):
         if span / (step * factor) <= most:
@@ -428,15 +431,18 @@ def _trend_svg(t: schema.OpticsTrace, uid: str, name: str) -> str | None:
     """A module's daily medians: every lane thin and grey, the watched lane (or the module's
     own quantity) in front with its points, and the module's warning and alarm limits dashed,
     named at the right edge. The limits are in the y range: the distance to them is the point."""
-    series = [(s["lane"], [(date.fromisoformat(d), float(v)) for d, v in s["points"]])
-              for s in t["series"] if s["points"]]
+    # A value that is not a finite number has no place on an axis (the store's readings are
+    # within what a module can report; this keeps a plot drawable whatever it is given).
+    series = [(lane, pts) for lane, pts in (
+        (s["lane"], [(date.fromisoformat(d), float(v)) for d, v in s["points"]
+                     if math.isfinite(float(v))]) for s in t["series"]) if pts]
     if not series:
         return None
     first = min(d for _, pts in series for d, _ in pts)
     span = max(max((d - first).days for _, pts in series for d, _ in pts), 1)
     limits = [(v, colour, word) for v, colour, word in ((t["warning"], _WARNING, "warning"),
                                                          (t["alarm"], _STILL_DOWN, "alarm"))
-              if v is not None]
+              if v is not None and math.isfinite(v)]
     values = [v for _, pts in series for _, v in pts] + [v for v, _, _ in limits]
     lo, hi = min(values), max(values)
     pad = max((hi - lo) * 0.08, 0.05)
@@ -449,7 +455,7 @@ def _trend_svg(t: schema.OpticsTrace, uid: str, name: str) -> str | None:
         return width * ((day - first).days + 0.3) / (span + 0.6)
 
     def y_at(v: float) -> float:
-        return height * (hi - v) / (hi - lo)
+        return height * ((hi - v) / (hi - lo))  # in this order: height * 1e308 overflows
 
     ticks = _nice_ticks(lo, hi)
     step = max(1, span // 7)

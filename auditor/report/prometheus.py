@@ -3,6 +3,12 @@ coverage and the time of the last good sweep.
 
 node_exporter reads every *.prom file in its textfile directory on each scrape, so the file is
 written to a temporary name and renamed: a scrape never sees half a file.
+
+Every per-link series names its ends by GUID as well as by name and port (`a_guid`, `b_guid`):
+names are descriptions, and two switches can both be "Quantum Mellanox Technologies". One
+metric with one label set twice fails the scrape (node_exporter hands the file to the Go
+client's registry, which refuses a series "collected before with the same name and label
+values"), issue #21. A series whose labels repeat one already written is left out.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from auditor.analyse.rank import SuspectJSON
 from auditor.report.schema import Report
 from auditor.safe_text import NAME_MAX, inert
 
@@ -26,6 +33,15 @@ def _labels(**kv: object) -> str:
     return "{" + ",".join(f'{k}="{_label(v)}"' for k, v in kv.items()) + "}"
 
 
+def _ends(suspect: SuspectJSON) -> dict[str, object]:
+    """The labels of a suspect's ends: name, port and GUID of each (b empty: one end)."""
+    a = suspect["ends"][0]
+    b = suspect["ends"][1] if len(suspect["ends"]) > 1 else None
+    return {"a": a["name"], "a_port": a["port"] or "", "a_guid": a["guid"],
+            "b": b["name"] if b else "", "b_port": (b["port"] or "") if b else "",
+            "b_guid": b["guid"] if b else ""}
+
+
 def render(report: Report, sources: list[dict[str, Any]]) -> str:
     """Metric text from a report document and the ingested sources (the store's, given by the
     caller)."""
@@ -33,21 +49,17 @@ def render(report: Report, sources: list[dict[str, Any]]) -> str:
         "# HELP auditor_link_flaps Flaps of a suspect link in the report window.",
         "# TYPE auditor_link_flaps gauge",
     ]
+    seen: set[str] = set()
     for s in report["suspects"]:
-        ends = s["ends"]
-        b = ends[1] if len(ends) > 1 else {"name": "", "port": ""}
-        lines.append("auditor_link_flaps" + _labels(
-            component=s["component"], a=ends[0]["name"], a_port=ends[0]["port"] or "",
-            b=b["name"], b_port=b["port"] or "") + f" {s['flaps']}")
+        line = "auditor_link_flaps" + _labels(component=s["component"], **_ends(s))
+        if line not in seen:  # the same link twice: its first (best-ranked) suspect
+            seen.add(line)
+            lines.append(f"{line} {s['flaps']}")
     lines += ["# HELP auditor_suspect_score Suspect score (0..1) in the report window.",
               "# TYPE auditor_suspect_score gauge"]
     for s in report["suspects"]:
-        ends = s["ends"]
-        b = ends[1] if len(ends) > 1 else {"name": "", "port": ""}
         lines.append("auditor_suspect_score" + _labels(
-            component=s["component"], rank=s["rank"], a=ends[0]["name"],
-            a_port=ends[0]["port"] or "", b=b["name"], b_port=b["port"] or "")
-            + f" {s['score']}")
+            component=s["component"], rank=s["rank"], **_ends(s)) + f" {s['score']}")
     cov = report["coverage"]
     lines += ["# HELP auditor_sweep_devices Devices by collection result in the last sweep.",
               "# TYPE auditor_sweep_devices gauge",

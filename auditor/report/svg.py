@@ -10,7 +10,10 @@ value goes through `html.escape` (quotes included), every text through `inert` (
 visible, at most TEXT_MAX characters) and then `html.escape`, so a name can neither close an
 element nor add one, and the element parses as XML (tests/test_report_html.py parses each one).
 Attribute names are ours, and checked. Ids (clip paths, gradients) get the plot's prefix: all
-plots share one HTML document.
+plots share one HTML document. No coordinate is ever NaN or infinite (`inf` is not a number in
+SVG, and a viewer drops the whole plot): a shape with one is not drawn, and counts for nothing in
+the viewBox; a number that reaches an attribute anyway is an error (issue #21: a reading of
+1e308 C once put `inf` into a trend plot).
 
 Why not matplotlib, which drew these plots before (issue #13): on the 4,096-host benchmark it
 took 1.2-1.3 s of the 2.3 s of CPU of `auditor report --since 24h`: 0.3 s to import it and
@@ -73,7 +76,9 @@ def text_width(text: str, size: float) -> float:
 
 def num(value: float) -> str:
     """A coordinate: two decimals of a point are below any screen's or printer's resolution,
-    and a fixed format makes the same plot the same bytes."""
+    and a fixed format makes the same plot the same bytes. Never NaN or infinite."""
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite coordinate: {value!r}")
     text = f"{value:.2f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
@@ -93,6 +98,10 @@ def _attrs(attrs: dict[str, Attr]) -> str:
 
 def _text(value: str) -> str:
     return html.escape(inert(value, TEXT_MAX), quote=True)
+
+
+def _finite(*values: float) -> bool:
+    return all(map(math.isfinite, values))
 
 
 class Canvas:
@@ -127,7 +136,10 @@ class Canvas:
     # --- definitions
 
     def clip(self, name: str, x: float, y: float, w: float, h: float) -> str:
-        """A clip rectangle; pass `name` as `clip=` to the elements it clips."""
+        """A clip rectangle; pass `name` as `clip=` to the elements it clips. One with a
+        non-finite edge clips everything away."""
+        if not _finite(x, y, w, h):
+            x = y = w = h = 0.0
         self._clips[name] = (x, y, x + w, y + h)
         rect = f"<rect{_attrs({'x': x, 'y': y, 'width': w, 'height': h})}/>"
         self._defs.append(f'<clipPath id="{_text(f"{self.uid}-{name}")}">{rect}</clipPath>')
@@ -148,16 +160,22 @@ class Canvas:
 
     def rect(self, x: float, y: float, w: float, h: float, *, clip: str | None = None,
              **style: Attr) -> None:
+        if not _finite(x, y, w, h):
+            return
         self._extend(x, y, x + w, y + h, clip)
         self._add("rect", {"x": x, "y": y, "width": w, "height": h, **style}, clip)
 
     def line(self, x1: float, y1: float, x2: float, y2: float, *, clip: str | None = None,
              **style: Attr) -> None:
+        if not _finite(x1, y1, x2, y2):
+            return
         self._extend(min(x1, x2), min(y1, y2), max(x1, x2), max(y1, y2), clip)
         self._add("line", {"x1": x1, "y1": y1, "x2": x2, "y2": y2, **style}, clip)
 
     def segments(self, segs: Sequence[tuple[float, float, float, float]], **style: Attr) -> None:
-        """Many straight lines of one style as one path (grid lines, tick marks)."""
+        """Many straight lines of one style as one path (grid lines, tick marks); a line with
+        a non-finite end is left out."""
+        segs = [s for s in segs if _finite(*s)]
         if not segs:
             return
         for x1, y1, x2, y2 in segs:
@@ -166,6 +184,8 @@ class Canvas:
         self._add("path", {"d": d, "fill": "none", **style}, None)
 
     def circle(self, x: float, y: float, r: float, **style: Attr) -> None:
+        if not _finite(x, y, r):
+            return
         self._extend(x - r, y - r, x + r, y + r, None)
         self._add("circle", {"cx": x, "cy": y, "r": r, **style}, None)
 
@@ -177,6 +197,8 @@ class Canvas:
         on the capitals), turned `rotate` degrees counter-clockwise about (x, y) as a whole
         (alignment first, then the turn). `halo`: a white outline so lines under it do not cross
         the letters. `box`: a white rounded box behind it with this edge colour ("none")."""
+        if not _finite(x, y, size, rotate):
+            return
         rows = [inert(s, TEXT_MAX) for s in ([lines] if isinstance(lines, str) else lines)]
         step = LINE_EM * size
         block = (len(rows) - 1) * step
