@@ -126,13 +126,25 @@ def three_tier(tmp: Path) -> None:
         save("opensm_lfts", "ibsim_3tier_ftree", (dumps / "opensm-lfts.dump").read_text(),
              f"opensm-lfts.dump written by {osm} -D 0x43 --dump_files_dir on {where}",
              parse_opensm_lfts)
-        pairs = tmp / "pairs"
+        pairs = sim.workdir / "pairs"  # named relative to the tool's cwd: the same every run
         # gpu-node-01 to a host under its own leaf, its pod's other leaf and the other pod
         pairs.write_text("11 12\n11 13\n11 16\n16 11\n")
         save("ibtracert", "ibsim_ports_file_3tier_cross_pod",
-             run(sim, "ibtracert", "--ports-file", str(pairs)),
+             run(sim, "ibtracert", "--ports-file", pairs.name),
              f"captured with ibtracert --ports-file ({TOOLS}) on {where}, {osm}; the file "
              "held '11 12', '11 13', '11 16', '16 11'", parse_ibtracert)
+        # one whole run for the path walk's own test: links, tables and every HCA pair traced
+        run_dir = FIXTURES / "paths" / "ibsim_3tier_ftree"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        hcas = [THREE_TIER.host_lid(h) for h in range(1, THREE_TIER.hosts + 1)]
+        pairs.write_text("".join(f"{a} {b}\n" for a in hcas for b in hcas if a != b))
+        for name, argv in (("ibnetdiscover-p", ["ibnetdiscover", "-p"]),
+                           ("dump_lfts", ["dump_lfts"]),
+                           ("ibtracert", ["ibtracert", "--ports-file", pairs.name])):
+            (run_dir / f"{name}.txt").write_text(run(sim, *argv), encoding="utf-8")
+        (run_dir / "about.txt").write_text(
+            f"captured with ibnetdiscover -p, dump_lfts.sh and ibtracert --ports-file (every "
+            f"ordered pair of the 8 HCA ports) ({TOOLS}) on {where}, {osm}\n", encoding="utf-8")
         save("ibtracert", "ibsim_switch_to_switch",
              run(sim, "ibtracert", "7", "8"),
              f"captured with ibtracert 7 8 ({TOOLS}) on {where}, {osm}: leaf to leaf, ends "

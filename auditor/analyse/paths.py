@@ -1,0 +1,458 @@
+"""The paths traffic takes through the fabric, worked out from the switches' forwarding tables
+(issue #23): hop by hop, as `ibtracert` would trace them, but from stored tables at any time.
+
+An InfiniBand packet is forwarded on its destination LID alone: a switch sends DLID d out of
+the port its linear forwarding table (LFT) gives for d, port 0 being the switch itself. So the
+path from an HCA port to DLID d is: the source port's cable to its switch, then at each switch
+`port = LFT[switch][d]` and that port's cable, until a CA port that owns d (or a switch whose
+own LID d is). The source LID plays no part (unicast LFT routing; no source routing).
+
+- LMC > 0 gives a port 2^LMC consecutive LIDs (base .. base + 2^LMC - 1), and the SM may route
+  each differently. NCCL addresses a peer by its port's base LID with no path bits:
+  NVIDIA/nccl@v2.30.7-1 src/transport/net_ib/connect.cc:426 sets `ah_attr.dlid` to the peer's
+  `lid`, which is `ibDev->portAttr.lid` (ibv_query_port's base LID, connect.cc:927), and
+  connect.cc:446 sets `src_path_bits = 0` (the same at v2.18.3-1 src/transport/net_ib.cc:574,
+  577, 664). So `routes(..., lids="base")` is NCCL's traffic; `lids="all"` gives every path,
+  for other users of LMC (MPI over UCX may use path bits).
+- A DLID with no entry in a switch's table (or outside the range the tool dumped) is
+  `unreachable`; an out port with no cable (a link down since the SM last ran: the tables are
+  stale until it reroutes) is a `dead_end`; coming back to a switch already crossed for the
+  same DLID is a `loop` and is refused (the next hop depends on switch and DLID only, so it
+  would go round for ever); arriving at a port that does not own the DLID is `misrouted`.
+- Tiers: switches with a CA cabled to them are tier 1 (leaves), their other switch neighbours
+  tier 2, and so on (breadth first). An up hop goes to a higher tier.
+
+Adaptive routing (Quantum AR): the switch may send a flow out of any port of the DLID's AR group
+instead of the LFT's port. The groups are not read here (only NVIDIA's ibdiagnet dumps them, in
+`ibdiagnet2.far`, with no published format; upstream opensm 3.3 has no AR); `widen` stands in
+for them as `[fabric] adaptive_routing = true` asks: each up hop widened to every up port whose
+switch routes the DLID itself (the TREE algorithm's "all ports with minimal hops").
+
+Everything is worked out from models records only (links, tables, LIDs): no store here.
+`Routes` indexes the fabric once (per-switch arrays), after which one path is a few dict
+lookups and a job's whole footprint (`crossed`) is a handful of numpy gathers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from auditor.models import NO_ROUTE, LidOwner, Link, NodeType, SwitchLft, Topology
+
+PortRef = tuple[str, int]  # (node key as the links name it, port number)
+RouteStatus = Literal["ok", "unreachable", "dead_end", "loop", "misrouted", "no_source"]
+
+# IBTA directed routes allow 64 hops; ibtracert stops at 63 (infiniband-diags ibtracert.c:52).
+MAX_HOPS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EndPort:
+    """A CA (or router) port and its LIDs: `lid` is the base LID, 2^`lmc` LIDs from it. `guid`
+    is the node key the links use for it (a node GUID, or a port GUID from `ibnetdiscover -p`)."""
+
+    guid: str
+    port: int
+    lid: int
+    lmc: int = 0
+
+    @property
+    def lids(self) -> range:
+        return range(self.lid, self.lid + (1 << self.lmc))
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One switch on a path: in at `in_port`, out at `out_port` (0: the switch is the end)."""
+
+    switch: str
+    in_port: int
+    out_port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The path from `source` to `dlid`: the switches crossed and the cables crossed, in order
+    (the source's own cable first). `status` "ok" means it reached `dest`, the port owning the
+    DLID ((switch, 0) for a switch's own LID); otherwise `reason` says where it stopped, and
+    `hops`/`links` go as far as the packets would."""
+
+    source: PortRef
+    dlid: int
+    status: RouteStatus
+    hops: tuple[Hop, ...]
+    links: tuple[Link, ...]
+    dest: PortRef | None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Widened:
+    """A route under adaptive routing: `per_link[i]` is every cable the i-th cable of the route
+    may be swapped for at that point (itself alone when the hop is not an up hop), `links` every
+    cable some choice of AR ports can cross on the way to the DLID."""
+
+    route: Route
+    per_link: tuple[frozenset[Link], ...]
+    links: frozenset[Link]
+
+
+@dataclass(slots=True)
+class Crossing:
+    """The cables a set of ports' traffic crosses between every ordered pair of them (both
+    directions, so every cable of every path either way), and the pairs whose path failed:
+    (source switch, DLID, status) for each failing (first switch, DLID) walk."""
+
+    links: set[Link] = field(default_factory=set)
+    pairs: int = 0  # ordered (source, DLID) pairs covered
+    walks: int = 0  # distinct (first switch, DLID) walks that covered them
+    failed: list[tuple[str, int, RouteStatus]] = field(default_factory=list)
+
+
+def end_ports(topology: Topology, owners: Mapping[int, LidOwner] | None = None
+              ) -> list[EndPort]:
+    """The CA and router ports of an ibnetdiscover capture that have a LID, keyed as its links
+    key them. ibnetdiscover prints only the base LID (its default form prints `lmc`, which
+    Port does not keep), so the LMC comes from a forwarding-table dump's owners when given
+    (a `path #2 out of 2` line makes the base LID's owner count 2), else 0."""
+    kinds = {n.guid: n.node_type for n in topology.nodes}
+    out = []
+    for p in topology.ports:
+        if p.lid is None or kinds.get(p.guid) not in (NodeType.HCA, NodeType.ROUTER):
+            continue
+        owner = (owners or {}).get(p.lid)
+        lmc = 0
+        if owner is not None and owner.base_lid == p.lid and owner.count > 1:
+            lmc = owner.count.bit_length() - 1
+        out.append(EndPort(p.guid, p.port, p.lid, lmc))
+    return out
+
+
+class Routes:
+    """The fabric indexed for path questions: its links, each switch's LFT, each CA port's LIDs.
+
+    Switches are the nodes with a table; a link end that is neither a switch with a table nor a
+    known CA port is a node the walk cannot go through (it ends there, `misrouted`).
+    """
+
+    def __init__(self, links: Iterable[Link], tables: Iterable[SwitchLft],
+                 ends: Iterable[EndPort]) -> None:
+        self.links: list[Link] = list(links)
+        self.tables: dict[str, SwitchLft] = {t.guid: t for t in tables}
+        self.ends: dict[PortRef, EndPort] = {(e.guid, e.port): e for e in ends}
+        # each cable end -> (far end, link index)
+        self.peer: dict[PortRef, tuple[PortRef, int]] = {}
+        for i, lk in enumerate(self.links):
+            a, b = (lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)
+            self.peer[a] = (b, i)
+            self.peer[b] = (a, i)
+        # who owns each DLID: a CA port (all its LMC LIDs) or a switch (port 0)
+        self.owner: dict[int, PortRef] = {}
+        for ref, end in self.ends.items():
+            for lid in end.lids:
+                self.owner[lid] = ref
+        for guid, table in self.tables.items():
+            if table.lid is not None:
+                self.owner[table.lid] = (guid, 0)
+        # each switch's cabled ports, in order: AR's candidates
+        self.cabled: dict[str, list[int]] = {}
+        for guid, port in sorted(self.peer):
+            if guid in self.tables:
+                self.cabled.setdefault(guid, []).append(port)
+        self.tier = self._tiers()
+        self._arrays: _Arrays | None = None
+
+    # ---------------------------------------------------------------- one path at a time
+
+    def lids(self, port: PortRef) -> range:
+        """Every LID of a CA port (one unless LMC > 0); a switch's own LID for (switch, 0)."""
+        end = self.ends.get(port)
+        if end is not None:
+            return end.lids
+        table = self.tables.get(port[0])
+        if port[1] == 0 and table is not None and table.lid is not None:
+            return range(table.lid, table.lid + 1)
+        return range(0)
+
+    def cable(self, port: PortRef) -> Link | None:
+        """The cable on a port, if it has one."""
+        far = self.peer.get(port)
+        return None if far is None else self.links[far[1]]
+
+    def route(self, source: PortRef, dlid: int) -> Route:
+        """The path packets from `source` (a CA port) to `dlid` take, hop by hop."""
+        hops: list[Hop] = []
+        crossed: list[Link] = []
+
+        def stop(status: RouteStatus, reason: str, dest: PortRef | None = None) -> Route:
+            return Route(source, dlid, status, tuple(hops), tuple(crossed), dest, reason)
+
+        if dlid in self.lids(source):
+            return stop("ok", "", source)
+        far = self.peer.get(source)
+        if far is None:
+            return stop("no_source", f"{_name(source)} has no cable")
+        (node, in_port), index = far
+        crossed.append(self.links[index])
+        seen: set[str] = set()
+        while True:
+            table = self.tables.get(node)
+            if table is None:
+                if self.owner.get(dlid) == (node, in_port):
+                    return stop("ok", "", (node, in_port))
+                return stop("misrouted", f"reached {_name((node, in_port))}, which does not "
+                                         f"own DLID {dlid}")
+            if node in seen:
+                return stop("loop", f"DLID {dlid} comes back to switch {node}: a routing loop")
+            if len(hops) >= MAX_HOPS:
+                return stop("loop", f"DLID {dlid} takes more than {MAX_HOPS} hops")
+            seen.add(node)
+            out = table.ports.get(dlid)
+            if out is None:
+                where = ("outside the range its table was dumped for "
+                         f"({table.first_lid}-{table.last_lid})"
+                         if not table.first_lid <= dlid <= table.last_lid else "no route")
+                return stop("unreachable", f"switch {node} ({table.description}) has {where} "
+                                           f"for DLID {dlid}")
+            hops.append(Hop(node, in_port, out))
+            if out == 0:
+                if table.lid == dlid or self.owner.get(dlid) == (node, 0):
+                    return stop("ok", "", (node, 0))
+                return stop("misrouted", f"switch {node} ({table.description}) keeps DLID "
+                                         f"{dlid} for itself (port 0), its LID is {table.lid}")
+            far = self.peer.get((node, out))
+            if far is None:
+                return stop("dead_end", f"switch {node} ({table.description}) sends DLID "
+                                        f"{dlid} out of port {out}, which has no cable "
+                                        "(stale table: the SM has not rerouted yet)")
+            (node, in_port), index = far
+            crossed.append(self.links[index])
+
+    def routes(self, source: PortRef, dest: PortRef,
+               lids: Literal["base", "all"] = "base") -> list[Route]:
+        """The paths from `source` to the port `dest`: to its base LID only (what NCCL uses,
+        see the module docstring), or to each of its 2^LMC LIDs."""
+        targets = self.lids(dest)
+        if not targets:
+            return []
+        chosen = targets[:1] if lids == "base" else targets
+        return [self.route(source, dlid) for dlid in chosen]
+
+    # ---------------------------------------------------------------- adaptive routing
+
+    def _tiers(self) -> dict[str, int]:
+        """Tier of each switch: 1 with a CA port cabled to it, then breadth first upwards."""
+        tier: dict[str, int] = {}
+        todo: deque[str] = deque()
+        for (guid, _), ((far, _), _) in self.peer.items():
+            if guid not in self.tables and far in self.tables and far not in tier:
+                tier[far] = 1
+                todo.append(far)
+        switch_peers: dict[str, set[str]] = {}
+        for (guid, _), ((far, _), _) in self.peer.items():
+            if guid in self.tables and far in self.tables and far != guid:
+                switch_peers.setdefault(guid, set()).add(far)
+        while todo:
+            guid = todo.popleft()
+            for far in sorted(switch_peers.get(guid, ())):
+                if far not in tier:
+                    tier[far] = tier[guid] + 1
+                    todo.append(far)
+        return tier
+
+    def _up_choices(self, switch: str, dlid: int) -> list[tuple[int, str, int]]:
+        """(port, upper switch, link index) for each up port of `switch` whose upper switch
+        routes `dlid` out of a cabled port: the equal-cost choices AR has there."""
+        here = self.tier.get(switch)
+        if here is None:
+            return []
+        out = []
+        for port in self.cabled.get(switch, ()):
+            (upper, _), index = self.peer[(switch, port)]
+            up_table = self.tables.get(upper)
+            if up_table is None or self.tier.get(upper) != here + 1:
+                continue
+            nxt = up_table.ports.get(dlid)
+            if nxt is not None and (nxt == 0 or (upper, nxt) in self.peer):
+                out.append((port, upper, index))
+        return out
+
+    def widen(self, route: Route) -> Widened:
+        """`route` under adaptive routing: each up hop may take any equal-cost up port."""
+        per_link: list[frozenset[Link]] = [frozenset({route.links[0]})] if route.links else []
+        for i, hop in enumerate(route.hops):
+            if i + 1 >= len(route.links):
+                break
+            taken = route.links[i + 1]
+            choices = self._up_choices(hop.switch, route.dlid)
+            if any(port == hop.out_port for port, _, _ in choices):
+                per_link.append(frozenset({taken} | {self.links[k] for _, _, k in choices}))
+            else:
+                per_link.append(frozenset({taken}))
+        reach: set[int] = set()
+        memo: dict[str, frozenset[int]] = {}
+        if route.links:
+            first = self.peer.get(route.source)
+            if first is not None:
+                reach.add(first[1])
+                reach |= self._ar_from(first[0][0], route.dlid, memo, set())
+        return Widened(route, tuple(per_link),
+                       frozenset({self.links[k] for k in reach} | set(route.links)))
+
+    def _ar_from(self, switch: str, dlid: int, memo: dict[str, frozenset[int]],
+                 stack: set[str]) -> frozenset[int]:
+        """Link indices some AR choice crosses from `switch` on towards `dlid`."""
+        if switch in memo:
+            return memo[switch]
+        table = self.tables.get(switch)
+        if table is None or switch in stack:
+            return frozenset()
+        stack.add(switch)
+        found: set[int] = set()
+        out = table.ports.get(dlid)
+        nexts: list[tuple[str, int]] = []
+        if out:
+            far = self.peer.get((switch, out))
+            if far is not None:
+                nexts.append((far[0][0], far[1]))
+        choices = self._up_choices(switch, dlid)
+        if any(port == out for port, _, _ in choices):
+            nexts += [(upper, index) for _, upper, index in choices]
+        for nxt, index in nexts:
+            found.add(index)
+            found |= self._ar_from(nxt, dlid, memo, stack)
+        stack.discard(switch)
+        memo[switch] = frozenset(found)
+        return memo[switch]
+
+    # ---------------------------------------------------------------- many paths at once
+
+    def crossed(self, ports: Sequence[PortRef],
+                lids: Literal["base", "all"] = "base") -> Crossing:
+        """The cables crossed by traffic between every ordered pair of `ports` (a job's HCA
+        ports on one rail, say), to each destination's base LID or to all of its LIDs.
+
+        Two sources cabled to the same switch share their path after their own cables, so the
+        walk runs once per distinct (first switch, DLID) pair, all of them together as numpy
+        array lookups, one step per hop."""
+        arrays = self._arrays or self._build_arrays()
+        self._arrays = arrays
+        result = Crossing()
+        first_sw: list[int] = []
+        src_of: list[int] = []  # index into ports of each source with a switch next to it
+        for i, ref in enumerate(ports):
+            far = self.peer.get(ref)
+            if far is None:
+                continue
+            result.links.add(self.links[far[1]])
+            sw = arrays.index.get(far[0][0])
+            if sw is not None:
+                first_sw.append(sw)
+                src_of.append(i)
+        dl: list[int] = []
+        dst_of: list[int] = []
+        for j, ref in enumerate(ports):
+            targets = self.lids(ref)
+            for lid in targets[:1] if lids == "base" else targets:
+                if lid < arrays.width:
+                    dl.append(lid)
+                    dst_of.append(j)
+        if not first_sw or not dl:
+            return result
+        sw_a = np.asarray(first_sw, dtype=np.int64)
+        dl_a = np.asarray(dl, dtype=np.int64)
+        pair = np.asarray(src_of)[:, None] != np.asarray(dst_of)[None, :]
+        result.pairs = int(pair.sum())
+        keys = np.unique((sw_a[:, None] * arrays.width + dl_a[None, :])[pair])
+        cur, dlid = np.divmod(keys, arrays.width)
+        result.walks = len(keys)
+        used: list[np.ndarray] = []
+        for _ in range(len(arrays.index) + 1):
+            if not len(cur):
+                break
+            port = arrays.out[cur, dlid]
+            link = arrays.link[cur, port]
+            used.append(link[link >= 0])
+            end = arrays.end[cur, port]
+            nxt = arrays.next[cur, port]
+            done_ok = ((port == 0) & (arrays.sw_owner[dlid] == cur)) | (
+                (end >= 0) & (arrays.end_owner[dlid] == end))
+            bad = ~done_ok & (nxt < 0)
+            for s, d, p, lk in zip(cur[bad].tolist(), dlid[bad].tolist(), port[bad].tolist(),
+                                   link[bad].tolist(), strict=True):
+                status: RouteStatus = ("unreachable" if p == NO_ROUTE else
+                                       "dead_end" if lk < 0 and p else "misrouted")
+                result.failed.append((arrays.guids[s], d, status))
+            go = nxt >= 0
+            cur, dlid = nxt[go], dlid[go]
+        for s, d in zip(cur.tolist(), dlid.tolist(), strict=True):
+            result.failed.append((arrays.guids[s], d, "loop"))
+        if used:
+            result.links.update(self.links[k] for k in np.unique(np.concatenate(used)).tolist())
+        return result
+
+    def _build_arrays(self) -> _Arrays:
+        guids = sorted(self.tables)
+        index = {g: i for i, g in enumerate(guids)}
+        width = 1 + max([0, *self.owner, *(max(t.ports, default=0)
+                                           for t in self.tables.values())])
+        count = len(guids)
+        out = np.full((count, width), NO_ROUTE, dtype=np.uint8)
+        for g, table in self.tables.items():
+            if table.ports:
+                lid_keys = np.fromiter(table.ports.keys(), dtype=np.int64, count=len(table.ports))
+                values = np.fromiter(table.ports.values(), dtype=np.int64,
+                                     count=len(table.ports))
+                out[index[g], lid_keys] = values
+        # per switch and port (256 columns: port 255, no route, is a column of -1s)
+        link = np.full((count, 256), -1, dtype=np.int64)
+        nxt = np.full((count, 256), -1, dtype=np.int64)
+        end = np.full((count, 256), -1, dtype=np.int64)
+        end_index = {ref: k for k, ref in enumerate(self.ends)}
+        for (g, port), (far, k) in self.peer.items():
+            s = index.get(g)
+            if s is None or not 0 < port < 256:
+                continue
+            link[s, port] = k
+            if far[0] in index:
+                nxt[s, port] = index[far[0]]
+            elif far in end_index:
+                end[s, port] = end_index[far]
+        sw_owner = np.full(width, -1, dtype=np.int64)
+        end_owner = np.full(width, -1, dtype=np.int64)
+        for lid, ref in self.owner.items():
+            if ref[1] == 0 and ref[0] in index:
+                sw_owner[lid] = index[ref[0]]
+            elif ref in end_index:
+                end_owner[lid] = end_index[ref]
+        return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner)
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """`Routes` as arrays: switch s's out port for DLID d is out[s, d]; behind its port p are
+    link[s, p] (an index into Routes.links), next[s, p] (a switch) or end[s, p] (a CA port,
+    an index into Routes.ends); a DLID's owner is sw_owner[d] or end_owner[d] (-1: none)."""
+
+    guids: list[str]
+    index: dict[str, int]
+    width: int
+    out: np.ndarray
+    link: np.ndarray
+    next: np.ndarray
+    end: np.ndarray
+    sw_owner: np.ndarray
+    end_owner: np.ndarray
+
+
+def _name(port: PortRef) -> str:
+    return f"{port[0]} port {port[1]}"
