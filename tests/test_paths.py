@@ -122,7 +122,8 @@ def test_crossed_is_the_union_of_the_pairs_routes(tree: FatTree | FatTree3) -> N
         assert crossing.pairs == len(job) * (len(job) - 1)
         assert crossing.walks <= crossing.pairs
         # a lone port crosses only its own cable (it talks to no one: none of its pairs)
-        assert crossing.links == (union if len(job) > 1 else {routes.cable(job[0])})
+        crossed = set(routes.links_of(crossing.link_ids))
+        assert crossed == (union if len(job) > 1 else {routes.cable(job[0])})
 
 
 def test_writer_round_trip() -> None:
@@ -190,7 +191,8 @@ def test_broken_tables(change: dict[str, dict[int, int | None]], links: list[Lin
     crossing = routes.crossed([(A, 1), (B, 1)])
     if status != "no_source":
         assert (status, 11) in {(st, d) for _, d, st in crossing.failed}
-        assert set(route.links) <= crossing.links  # packets go as far as the walk went
+        # packets go as far as the walk went
+        assert set(route.links) <= set(routes.links_of(crossing.link_ids))
 
 
 def test_dlid_outside_the_dumped_range_says_so() -> None:
@@ -276,3 +278,26 @@ def test_widen_three_tier_goes_through_every_core_of_the_choices() -> None:
     assert cores <= reached  # both planes, both cores each
     assert len(wide.links) == 1 + 2 + 4 + 4 + 2 + 1
     assert routes.tier[f"0x{tree.core_guid(1):016x}"] == 3
+
+
+@pytest.mark.parametrize("tree", TREES, ids=repr)
+def test_adaptive_crossing_is_the_union_of_the_widened_routes(tree: FatTree | FatTree3) -> None:
+    routes = routes_of(tree)
+    ends = [(e.guid, e.port) for e in hca_ends(tree)]
+    rng = random.Random(20)  # noqa: S311 - a seeded sample, not a secret
+    for size in (2, 5, len(ends)):
+        job = rng.sample(ends, size)
+        union: set[Link] = set()
+        for a, b in itertools.permutations(job, 2):
+            union |= routes.widen(routes.route(a, routes.lids(b)[0])).links
+        wide = routes.crossed(job, adaptive=True)
+        narrow = routes.crossed(job)
+        assert wide.failed == [] and set(routes.links_of(wide.link_ids)) == union
+        assert set(narrow.link_ids) <= set(wide.link_ids)
+        if size == len(ends):  # the whole fabric talking: AR may use every switch link
+            assert len(wide.link_ids) == len(routes.links)
+    # two hosts under different leaves: one path each way, but AR may take any spine (with
+    # two spines, the two ways already take one each)
+    pair = [ends[0], ends[-1]]
+    wider = len(routes.crossed(pair, adaptive=True).link_ids) - len(routes.crossed(pair).link_ids)
+    assert wider == 0 if isinstance(tree, FatTree) and tree.spines == 2 else wider > 0

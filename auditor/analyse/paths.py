@@ -23,10 +23,12 @@ own LID d is). The source LID plays no part (unicast LFT routing; no source rout
   tier 2, and so on (breadth first). An up hop goes to a higher tier.
 
 Adaptive routing (Quantum AR): the switch may send a flow out of any port of the DLID's AR group
-instead of the LFT's port. The groups are not read here (only NVIDIA's ibdiagnet dumps them, in
-`ibdiagnet2.far`, with no published format; upstream opensm 3.3 has no AR); `widen` stands in
-for them as `[fabric] adaptive_routing = true` asks: each up hop widened to every up port whose
-switch routes the DLID itself (the TREE algorithm's "all ports with minimal hops").
+instead of the LFT's port. The groups are not read here: upstream opensm (3.3.x, to 3.3.24) has
+no AR at all; NVIDIA's own SM sets them up, and only NVIDIA's ibdiagnet dumps them
+(`ibdiagnet2.ar`, `ibdiagnet2.far`), files its manual names but whose layout it does not
+publish. `widen` and `crossed(adaptive=True)` stand in for them as `[fabric]
+adaptive_routing = true` asks: each up hop widened to every up port whose switch routes the
+DLID itself (what NVIDIA's TREE AR algorithm groups: "all ports with minimal hops").
 
 Everything is worked out from models records only (links, tables, LIDs): no store here.
 `Routes` indexes the fabric once (per-switch arrays), after which one path is a few dict
@@ -110,12 +112,17 @@ class Widened:
 class Crossing:
     """The cables a set of ports' traffic crosses between every ordered pair of them (both
     directions, so every cable of every path either way), and the pairs whose path failed:
-    (source switch, DLID, status) for each failing (first switch, DLID) walk."""
+    (source switch, DLID, status) for each failing (first switch, DLID) walk.
 
-    links: set[Link] = field(default_factory=set)
+    `link_ids` are indices into `Routes.links`, sorted (`Routes.links_of` turns them into
+    Links): a night's jobs cross hundreds of thousands of cables, and hashing that many Link
+    records cost more than finding them (issue #23's benchmark)."""
+
+    link_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     pairs: int = 0  # ordered (source, DLID) pairs covered
     walks: int = 0  # distinct (first switch, DLID) walks that covered them
     failed: list[tuple[str, int, RouteStatus]] = field(default_factory=list)
+    unknown: list[PortRef] = field(default_factory=list)  # ports that are no known CA port
 
 
 def end_ports(topology: Topology, owners: Mapping[int, LidOwner] | None = None
@@ -163,13 +170,26 @@ class Routes:
         for guid, table in self.tables.items():
             if table.lid is not None:
                 self.owner[table.lid] = (guid, 0)
-        # each switch's cabled ports, in order: AR's candidates
-        self.cabled: dict[str, list[int]] = {}
-        for guid, port in sorted(self.peer):
-            if guid in self.tables:
-                self.cabled.setdefault(guid, []).append(port)
-        self.tier = self._tiers()
         self._arrays: _Arrays | None = None
+        self._cabled: dict[str, list[int]] | None = None
+        self._tier: dict[str, int] | None = None
+
+    @property
+    def cabled(self) -> dict[str, list[int]]:
+        """Each switch's cabled ports, in order: AR's candidates (worked out when first asked)."""
+        if self._cabled is None:
+            self._cabled = {}
+            for guid, port in sorted(self.peer):
+                if guid in self.tables:
+                    self._cabled.setdefault(guid, []).append(port)
+        return self._cabled
+
+    @property
+    def tier(self) -> dict[str, int]:
+        """Each switch's tier (see the module docstring; worked out when first asked)."""
+        if self._tier is None:
+            self._tier = self._tiers()
+        return self._tier
 
     # ---------------------------------------------------------------- one path at a time
 
@@ -336,69 +356,134 @@ class Routes:
 
     # ---------------------------------------------------------------- many paths at once
 
-    def crossed(self, ports: Sequence[PortRef],
-                lids: Literal["base", "all"] = "base") -> Crossing:
-        """The cables crossed by traffic between every ordered pair of `ports` (a job's HCA
-        ports on one rail, say), to each destination's base LID or to all of its LIDs.
+    def links_of(self, link_ids: Iterable[int]) -> list[Link]:
+        """The Links behind `Crossing.link_ids`."""
+        return [self.links[int(k)] for k in link_ids]
+
+    def crossed(self, ports: Sequence[PortRef], lids: Literal["base", "all"] = "base",
+                *, adaptive: bool = False) -> Crossing:
+        """The cables crossed by traffic between every ordered pair of `ports` (CA ports: a
+        job's HCA ports on one rail, say), to each destination's base LID or to all its LIDs.
+        A port that is not a known CA port (`ends`) is listed in `unknown` and left out.
+        `adaptive`: every cable some choice of adaptive routing can cross, as `widen` says.
 
         Two sources cabled to the same switch share their path after their own cables, so the
-        walk runs once per distinct (first switch, DLID) pair, all of them together as numpy
-        array lookups, one step per hop."""
+        walk starts once per distinct (first switch, DLID) pair, all of them together as numpy
+        lookups, one step per hop; after the first step, walks that meet (at a spine, for the
+        same DLID) go on as one."""
         arrays = self._arrays or self._build_arrays()
         self._arrays = arrays
         result = Crossing()
-        first_sw: list[int] = []
-        src_of: list[int] = []  # index into ports of each source with a switch next to it
-        for i, ref in enumerate(ports):
-            far = self.peer.get(ref)
-            if far is None:
-                continue
-            result.links.add(self.links[far[1]])
-            sw = arrays.index.get(far[0][0])
-            if sw is not None:
-                first_sw.append(sw)
-                src_of.append(i)
-        dl: list[int] = []
-        dst_of: list[int] = []
-        for j, ref in enumerate(ports):
-            targets = self.lids(ref)
-            for lid in targets[:1] if lids == "base" else targets:
-                if lid < arrays.width:
-                    dl.append(lid)
-                    dst_of.append(j)
-        if not first_sw or not dl:
+        get = arrays.port_index.get
+        known: list[int] = []
+        for ref in dict.fromkeys(ports):
+            k = get(ref, -1)
+            if k < 0:
+                result.unknown.append(ref)
+            else:
+                known.append(k)
+        # cables crossed, as marks: hashing or sorting them (np.unique) cost more than the walk
+        marks = np.zeros(len(self.links) + 1, dtype=np.bool_)  # the last one catches -1s
+        if not known:
+            result.link_ids = np.flatnonzero(marks[:-1])
             return result
-        sw_a = np.asarray(first_sw, dtype=np.int64)
-        dl_a = np.asarray(dl, dtype=np.int64)
-        pair = np.asarray(src_of)[:, None] != np.asarray(dst_of)[None, :]
-        result.pairs = int(pair.sum())
-        keys = np.unique((sw_a[:, None] * arrays.width + dl_a[None, :])[pair])
-        cur, dlid = np.divmod(keys, arrays.width)
-        result.walks = len(keys)
-        used: list[np.ndarray] = []
-        for _ in range(len(arrays.index) + 1):
+        idx = np.asarray(known, dtype=np.int64)
+        marks[arrays.port_cable[idx]] = True
+        # the destinations: each port's base LID, or all 2^LMC of them; dst = its port's row
+        if lids == "base":
+            dl, dst = arrays.port_lid[idx], np.arange(len(idx))
+        else:
+            count = 1 << arrays.port_lmc[idx]
+            dst = np.repeat(np.arange(len(idx)), count)
+            starts = np.repeat(np.cumsum(count) - count, count)
+            dl = arrays.port_lid[idx][dst] + (np.arange(len(dst)) - starts)
+        sw = arrays.port_switch[idx]
+        is_src = sw >= 0
+        if is_src.any():
+            switches, row, per_switch = np.unique(sw[is_src], return_inverse=True,
+                                                  return_counts=True)
+            src_row = np.full(len(idx), -1, dtype=np.int64)
+            src_row[is_src] = row
+            # every (first switch, DLID) once, but not a switch's lone source to itself
+            keep = np.ones((len(switches), len(dl)), dtype=np.bool_)
+            r = src_row[dst]
+            lone = (r >= 0) & (per_switch[np.maximum(r, 0)] == 1)
+            keep[r[lone], np.flatnonzero(lone)] = False
+            keys = (switches[:, None] * arrays.width + dl[None, :])[keep]
+            sources = int(is_src.sum())
+            result.pairs = sources * len(dl) - int((r >= 0).sum())
+            result.walks = len(keys)
+            self._walk(arrays, keys, marks, result.failed, adaptive)
+        result.link_ids = np.flatnonzero(marks[:-1])
+        return result
+
+    @staticmethod
+    def _walk(arrays: _Arrays, keys: np.ndarray, marks: np.ndarray,
+              failed: list[tuple[str, int, RouteStatus]], adaptive: bool = False) -> None:
+        """Walk every (switch, DLID) of `keys` (switch * width + DLID) to its end, one hop per
+        step for all at once; the cables crossed are marked in `marks`, the failures go into
+        `failed`. Walks that reach the same (switch, DLID) at the same step go on as one (the
+        rest of their way is the same: `slot` picks one); in a fat tree that is where they
+        meet, at a spine. Walks are not merged across steps, so a loop still runs into the
+        step limit and is reported. `adaptive`: an up hop also goes on through every other up
+        port whose switch routes the DLID (`_up_choices`, for all walks at once)."""
+        width = arrays.width
+        cur, dlid = np.divmod(keys, width)
+        for step in range(len(arrays.index) + 1):
             if not len(cur):
-                break
+                return
+            if step:
+                key = cur * width + dlid
+                order = np.arange(len(key), dtype=np.int32)
+                arrays.slot[key] = order
+                first = arrays.slot[key] == order
+                cur, dlid = cur[first], dlid[first]
             port = arrays.out[cur, dlid]
             link = arrays.link[cur, port]
-            used.append(link[link >= 0])
-            end = arrays.end[cur, port]
             nxt = arrays.next[cur, port]
-            done_ok = ((port == 0) & (arrays.sw_owner[dlid] == cur)) | (
-                (end >= 0) & (arrays.end_owner[dlid] == end))
-            bad = ~done_ok & (nxt < 0)
-            for s, d, p, lk in zip(cur[bad].tolist(), dlid[bad].tolist(), port[bad].tolist(),
-                                   link[bad].tolist(), strict=True):
-                status: RouteStatus = ("unreachable" if p == NO_ROUTE else
-                                       "dead_end" if lk < 0 and p else "misrouted")
-                result.failed.append((arrays.guids[s], d, status))
+            marks[link] = True  # -1 (no cable) marks the spare last slot
             go = nxt >= 0
-            cur, dlid = nxt[go], dlid[go]
+            extra: tuple[np.ndarray, np.ndarray] | None = None
+            if adaptive:
+                extra = Routes._ar_step(arrays, cur, dlid, nxt, go, marks)
+            if not go.all():
+                end = arrays.end[cur, port]
+                done_ok = ((port == 0) & (arrays.sw_owner[dlid] == cur)) | (
+                    (end >= 0) & (arrays.end_owner[dlid] == end))
+                bad = ~done_ok & ~go
+                if bad.any():
+                    for s, d, p, lk in zip(cur[bad].tolist(), dlid[bad].tolist(),
+                                           port[bad].tolist(), link[bad].tolist(), strict=True):
+                        status: RouteStatus = ("unreachable" if p == NO_ROUTE else
+                                               "dead_end" if lk < 0 and p else "misrouted")
+                        failed.append((arrays.guids[s], d, status))
+                cur, dlid = nxt[go], dlid[go]
+            else:
+                cur = nxt
+            if extra is not None:
+                cur, dlid = np.concatenate((cur, extra[0])), np.concatenate((dlid, extra[1]))
         for s, d in zip(cur.tolist(), dlid.tolist(), strict=True):
-            result.failed.append((arrays.guids[s], d, "loop"))
-        if used:
-            result.links.update(self.links[k] for k in np.unique(np.concatenate(used)).tolist())
-        return result
+            failed.append((arrays.guids[s], d, "loop"))
+
+    @staticmethod
+    def _ar_step(arrays: _Arrays, cur: np.ndarray, dlid: np.ndarray, nxt: np.ndarray,
+                 go: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The walks adaptive routing adds at this step: from each walk whose LFT hop goes one
+        tier up, through each up port whose upper switch routes the DLID out of a cabled port
+        (or keeps it); their cables are marked. None when no walk goes up."""
+        tier = arrays.tier
+        up = go & (tier[np.maximum(nxt, 0)] == tier[cur] + 1)
+        if not up.any():
+            return None
+        at, to = cur[up], dlid[up]
+        ports = arrays.up_port[at]  # (walks, most up ports), padded with 255: no cable
+        upper = arrays.next[at[:, None], ports]
+        dl = np.broadcast_to(to[:, None], upper.shape)
+        safe = np.maximum(upper, 0)
+        their = arrays.out[safe, dl]
+        ok = (upper >= 0) & ((their == 0) | (arrays.link[safe, their] >= 0))
+        marks[arrays.link[at[:, None], ports][ok]] = True
+        return upper[ok], dl[ok]
 
     def _build_arrays(self) -> _Arrays:
         guids = sorted(self.tables)
@@ -417,7 +502,7 @@ class Routes:
         link = np.full((count, 256), -1, dtype=np.int64)
         nxt = np.full((count, 256), -1, dtype=np.int64)
         end = np.full((count, 256), -1, dtype=np.int64)
-        end_index = {ref: k for k, ref in enumerate(self.ends)}
+        port_index = {ref: k for k, ref in enumerate(self.ends)}
         for (g, port), (far, k) in self.peer.items():
             s = index.get(g)
             if s is None or not 0 < port < 256:
@@ -425,16 +510,40 @@ class Routes:
             link[s, port] = k
             if far[0] in index:
                 nxt[s, port] = index[far[0]]
-            elif far in end_index:
-                end[s, port] = end_index[far]
+            elif far in port_index:
+                end[s, port] = port_index[far]
         sw_owner = np.full(width, -1, dtype=np.int64)
         end_owner = np.full(width, -1, dtype=np.int64)
         for lid, ref in self.owner.items():
             if ref[1] == 0 and ref[0] in index:
                 sw_owner[lid] = index[ref[0]]
-            elif ref in end_index:
-                end_owner[lid] = end_index[ref]
-        return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner)
+            elif ref in port_index:
+                end_owner[lid] = port_index[ref]
+        # each CA port: the switch its cable goes to, the cable, its base LID and LMC
+        port_switch = np.full(len(port_index), -1, dtype=np.int64)
+        port_cable = np.full(len(port_index), -1, dtype=np.int64)
+        for ref, k in port_index.items():
+            cabled = self.peer.get(ref)
+            if cabled is not None:
+                port_cable[k] = cabled[1]
+                port_switch[k] = index.get(cabled[0][0], -1)
+        port_lid = np.fromiter((e.lid for e in self.ends.values()), dtype=np.int64,
+                               count=len(port_index))
+        port_lmc = np.fromiter((e.lmc for e in self.ends.values()), dtype=np.int64,
+                               count=len(port_index))
+        # tiers (-9: none known, never one below another) and each switch's up ports
+        tiers = self.tier
+        tier = np.fromiter((tiers.get(g, -9) for g in guids), dtype=np.int64, count=count)
+        ups = [[p for p in self.cabled.get(g, ()) if 0 < p < 256
+                and (far := nxt[i, p]) >= 0 and tier[far] == tier[i] + 1]
+               for i, g in enumerate(guids)]
+        widest = max((len(u) for u in ups), default=0)
+        up_port = np.full((count, max(widest, 1)), NO_ROUTE, dtype=np.int64)
+        for s, u in enumerate(ups):
+            up_port[s, :len(u)] = u
+        return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner,
+                       port_index, port_switch, port_cable, port_lid, port_lmc,
+                       np.zeros(count * width, dtype=np.int32), tier, up_port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +561,15 @@ class _Arrays:
     end: np.ndarray
     sw_owner: np.ndarray
     end_owner: np.ndarray
+    port_index: dict[PortRef, int]  # each CA port's row in the port_* arrays
+    port_switch: np.ndarray  # the switch its cable goes to (-1: none)
+    port_cable: np.ndarray  # its cable (-1: none)
+    port_lid: np.ndarray
+    port_lmc: np.ndarray
+    # scratch for `_walk`, per (switch * width + DLID): which of a step's walks goes on
+    slot: np.ndarray
+    tier: np.ndarray  # each switch's tier (-9: not known)
+    up_port: np.ndarray  # each switch's up ports, padded with 255 (no cable behind it)
 
 
 def _name(port: PortRef) -> str:

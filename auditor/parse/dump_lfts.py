@@ -47,7 +47,7 @@ _HEADER = re.compile(
 )
 _ADDR_LID = re.compile(r"Lid (\d{1,5})\b")
 _COLUMNS = ("  Lid  Out   Destination", "       Port     Info")
-_ENTRY = re.compile(r"0x(?P<lid>[0-9a-fA-F]{4}) (?P<port>\d{3}) ?(?P<info>.*)")
+_ENTRY = re.compile(r"0x([0-9a-fA-F]{4}) (\d{3}) ?(.*)")  # DLID, out port, info
 _TOTALS = re.compile(r"(?P<n>\d{1,6}) (?P<valid>valid )?lids dumped")
 _TRAILER = "*** WARNING ***: this command has been replaced by dump_fts"
 
@@ -131,6 +131,14 @@ def parse_dump_lfts(text: str) -> ForwardingTables:
     lines = split_lines(text)
     current: TableBuilder | None = None
     columns = 0  # column-header lines still expected after a table header
+    # A fabric's dump repeats each DLID's info on every switch (4,096 hosts: 824,000 lines,
+    # 192 times each): an info already read for that DLID is not read again.
+    info_read: dict[int, str] = {}
+    entry = _ENTRY.fullmatch
+    # the table being read, as locals (the loop runs once a line)
+    seen: set[int] = set()
+    ports: dict[int, int] = {}
+    first = last = 0
     for line_no, raw in enumerate(lines, 1):
         line = raw.rstrip()
         if not line:
@@ -141,26 +149,31 @@ def parse_dump_lfts(text: str) -> ForwardingTables:
                                  "expected the table's column headers")
             columns -= 1
             continue
-        m = _ENTRY.fullmatch(line)
-        if m and current is not None:
-            lid, port = int(m["lid"], 16), int(m["port"])
-            routed = current.add(lid, port, line_no, raw)
-            info = m["info"]
-            if not info:
+        if current is not None and (m := entry(line)):
+            hexlid, decport, info = m.group(1, 2, 3)
+            lid, port = int(hexlid, 16), int(decport)
+            if lid in seen or not first <= lid <= last:
+                current.add(lid, port, line_no, raw)  # raises, saying which
+            seen.add(lid)
+            routed = port != NO_ROUTE
+            if not info or info_read.get(lid) == info:
                 pass
             elif _ILLEGAL.fullmatch(info):
                 routed = False
             elif info in _STALE:
                 if routed:
                     current.table.stale.append(lid)
-            elif not _owner(result.owners, lid, info, result.cut, line_no, raw):
+            elif _owner(result.owners, lid, info, result.cut, line_no, raw):
+                info_read[lid] = info
+            else:
                 raise ParseError(_KIND, line_no, clip(raw, EXAMPLE_MAX),
                                  "unknown destination info")
             if routed:
-                current.table.ports[lid] = port
+                ports[lid] = port
             continue
         m = _TOTALS.fullmatch(line)
         if m and current is not None:
+            current.printed = len(seen)
             if int(m["n"]) != current.printed:
                 raise ParseError(_KIND, line_no, raw,
                                  f"the totals say {m['n']} entries but {current.printed} were "
@@ -181,6 +194,7 @@ def parse_dump_lfts(text: str) -> ForwardingTables:
             current = TableBuilder(_KIND, line_no, raw,
                                    SwitchLft(norm_guid(m["guid"]), None, desc, first, last),
                                    header_lid=int(addr_lid[1]) if addr_lid else None)
+            seen, ports = current.seen, current.table.ports
             columns = len(_COLUMNS)
             continue
         if line == _TRAILER and current is None:
