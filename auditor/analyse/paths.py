@@ -470,20 +470,35 @@ class Routes:
                  go: np.ndarray, marks: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The walks adaptive routing adds at this step: from each walk whose LFT hop goes one
         tier up, through each up port whose upper switch routes the DLID out of a cabled port
-        (or keeps it); their cables are marked. None when no walk goes up."""
+        (or keeps it); their cables are marked. None when no walk goes up.
+
+        Worked out per (switch, DLID) set rather than per walk: with B[x, d] the walks going up
+        from switch x to DLID d, (routable @ B.T)[u, x] > 0 says whether up switch u routes one
+        of x's DLIDs (so x's cable to u may be used), and (up-neighbours.T @ B)[u, d] > 0 whether
+        some walk may reach u for d. Two small matrix products instead of walks x up ports x
+        DLIDs lookups (a 64-host job spread over 64 leaves of 64 spines: 262,144 of them)."""
         tier = arrays.tier
         up = go & (tier[np.maximum(nxt, 0)] == tier[cur] + 1)
         if not up.any():
             return None
-        at, to = cur[up], dlid[up]
-        ports = arrays.up_port[at]  # (walks, most up ports), padded with 255: no cable
-        upper = arrays.next[at[:, None], ports]
-        dl = np.broadcast_to(to[:, None], upper.shape)
-        safe = np.maximum(upper, 0)
-        their = arrays.out[safe, dl]
-        ok = (upper >= 0) & ((their == 0) | (arrays.link[safe, their] >= 0))
-        marks[arrays.link[at[:, None], ports][ok]] = True
-        return upper[ok], dl[ok]
+        xs, xi = np.unique(cur[up], return_inverse=True)
+        ds, di = np.unique(dlid[up], return_inverse=True)
+        walks = np.zeros((len(xs), len(ds)), dtype=np.float32)
+        walks[xi, di] = 1.0
+        can = arrays.routable[:, ds]  # (switches, DLIDs): routes it out of a cable, or keeps it
+        uppers = arrays.up_next[xs]  # (xs, most up ports), -1 padded
+        real = uppers >= 0
+        # a cable x -> u is usable when u routes one of the DLIDs going up from x
+        serves = can.astype(np.float32) @ walks.T  # (switches, xs)
+        usable = real & (serves[np.maximum(uppers, 0), np.arange(len(xs))[:, None]] > 0)
+        marks[arrays.up_link[xs][usable]] = True
+        # the (u, d) walks that go on: u one of x's usable uppers, d one of x's DLIDs u routes
+        neighbours = np.zeros((len(xs), len(tier)), dtype=np.float32)
+        rows = np.broadcast_to(np.arange(len(xs))[:, None], uppers.shape)
+        neighbours[rows[usable], uppers[usable]] = 1.0
+        reach = (neighbours.T @ walks > 0) & can  # (switches, DLIDs)
+        at, col = np.nonzero(reach)
+        return at.astype(np.int64), ds[col]
 
     def _build_arrays(self) -> _Arrays:
         guids = sorted(self.tables)
@@ -541,9 +556,12 @@ class Routes:
         up_port = np.full((count, max(widest, 1)), NO_ROUTE, dtype=np.int64)
         for s, u in enumerate(ups):
             up_port[s, :len(u)] = u
+        rows = np.arange(count)[:, None]
+        routable = (out == 0) | (link[rows, out] >= 0)
         return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner,
                        port_index, port_switch, port_cable, port_lid, port_lmc,
-                       np.zeros(count * width, dtype=np.int32), tier, up_port)
+                       np.zeros(count * width, dtype=np.int32), tier,
+                       nxt[rows, up_port], link[rows, up_port], routable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,7 +587,9 @@ class _Arrays:
     # scratch for `_walk`, per (switch * width + DLID): which of a step's walks goes on
     slot: np.ndarray
     tier: np.ndarray  # each switch's tier (-9: not known)
-    up_port: np.ndarray  # each switch's up ports, padded with 255 (no cable behind it)
+    up_next: np.ndarray  # the switch behind each of a switch's up ports (-1 padded)
+    up_link: np.ndarray  # the cable of each of a switch's up ports (-1 padded)
+    routable: np.ndarray  # routable[s, d]: s keeps DLID d or sends it out of a cabled port
 
 
 def _name(port: PortRef) -> str:
