@@ -373,6 +373,8 @@ class Routes:
         same DLID) go on as one."""
         arrays = self._arrays or self._build_arrays()
         self._arrays = arrays
+        if adaptive:
+            self._adaptive_arrays(arrays)
         result = Crossing()
         get = arrays.port_index.get
         known: list[int] = []
@@ -477,7 +479,10 @@ class Routes:
         of x's DLIDs (so x's cable to u may be used), and (up-neighbours.T @ B)[u, d] > 0 whether
         some walk may reach u for d. Two small matrix products instead of walks x up ports x
         DLIDs lookups (a 64-host job spread over 64 leaves of 64 spines: 262,144 of them)."""
-        tier = arrays.tier
+        tier, up_next, up_link, routable = (arrays.tier, arrays.up_next, arrays.up_link,
+                                            arrays.routable)
+        if tier is None or up_next is None or up_link is None or routable is None:
+            raise RuntimeError("adaptive arrays not built")
         up = go & (tier[np.maximum(nxt, 0)] == tier[cur] + 1)
         if not up.any():
             return None
@@ -485,13 +490,13 @@ class Routes:
         ds, di = np.unique(dlid[up], return_inverse=True)
         walks = np.zeros((len(xs), len(ds)), dtype=np.float32)
         walks[xi, di] = 1.0
-        can = arrays.routable[:, ds]  # (switches, DLIDs): routes it out of a cable, or keeps it
-        uppers = arrays.up_next[xs]  # (xs, most up ports), -1 padded
+        can = routable[:, ds]  # (switches, DLIDs): routes it out of a cable, or keeps it
+        uppers = up_next[xs]  # (xs, most up ports), -1 padded
         real = uppers >= 0
         # a cable x -> u is usable when u routes one of the DLIDs going up from x
         serves = can.astype(np.float32) @ walks.T  # (switches, xs)
         usable = real & (serves[np.maximum(uppers, 0), np.arange(len(xs))[:, None]] > 0)
-        marks[arrays.up_link[xs][usable]] = True
+        marks[up_link[xs][usable]] = True
         # the (u, d) walks that go on: u one of x's usable uppers, d one of x's DLIDs u routes
         neighbours = np.zeros((len(xs), len(tier)), dtype=np.float32)
         rows = np.broadcast_to(np.arange(len(xs))[:, None], uppers.shape)
@@ -503,16 +508,20 @@ class Routes:
     def _build_arrays(self) -> _Arrays:
         guids = sorted(self.tables)
         index = {g: i for i, g in enumerate(guids)}
-        width = 1 + max([0, *self.owner, *(max(t.ports, default=0)
-                                           for t in self.tables.values())])
-        count = len(guids)
-        out = np.full((count, width), NO_ROUTE, dtype=np.uint8)
+        rows: list[tuple[int, np.ndarray, np.ndarray]] = []
+        top = max(self.owner, default=0)
         for g, table in self.tables.items():
             if table.ports:
                 lid_keys = np.fromiter(table.ports.keys(), dtype=np.int64, count=len(table.ports))
                 values = np.fromiter(table.ports.values(), dtype=np.int64,
                                      count=len(table.ports))
-                out[index[g], lid_keys] = values
+                rows.append((index[g], lid_keys, values))
+                top = max(top, int(lid_keys.max()))
+        width = top + 1
+        count = len(guids)
+        out = np.full((count, width), NO_ROUTE, dtype=np.uint8)
+        for row, lid_keys, values in rows:
+            out[row, lid_keys] = values
         # per switch and port (256 columns: port 255, no route, is a column of -1s)
         link = np.full((count, 256), -1, dtype=np.int64)
         nxt = np.full((count, 256), -1, dtype=np.int64)
@@ -546,6 +555,17 @@ class Routes:
                                count=len(port_index))
         port_lmc = np.fromiter((e.lmc for e in self.ends.values()), dtype=np.int64,
                                count=len(port_index))
+        return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner,
+                       port_index, port_switch, port_cable, port_lid, port_lmc,
+                       np.zeros(count * width, dtype=np.int32))
+
+    def _adaptive_arrays(self, arrays: _Arrays) -> _Arrays:
+        """`arrays` with what adaptive routing needs filled in (first asked by an adaptive
+        `crossed`: a static one does without the tiers, up ports and `routable`)."""
+        if arrays.tier is not None:
+            return arrays
+        count, guids, nxt, link, out = len(arrays.guids), arrays.guids, arrays.next, \
+            arrays.link, arrays.out
         # tiers (-9: none known, never one below another) and each switch's up ports
         tiers = self.tier
         tier = np.fromiter((tiers.get(g, -9) for g in guids), dtype=np.int64, count=count)
@@ -557,14 +577,14 @@ class Routes:
         for s, u in enumerate(ups):
             up_port[s, :len(u)] = u
         rows = np.arange(count)[:, None]
-        routable = (out == 0) | (link[rows, out] >= 0)
-        return _Arrays(guids, index, width, out, link, nxt, end, sw_owner, end_owner,
-                       port_index, port_switch, port_cable, port_lid, port_lmc,
-                       np.zeros(count * width, dtype=np.int32), tier,
-                       nxt[rows, up_port], link[rows, up_port], routable)
+        arrays.tier = tier
+        arrays.up_next = nxt[rows, up_port]
+        arrays.up_link = link[rows, up_port]
+        arrays.routable = (out == 0) | (link[rows, out] >= 0)
+        return arrays
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Arrays:
     """`Routes` as arrays: switch s's out port for DLID d is out[s, d]; behind its port p are
     link[s, p] (an index into Routes.links), next[s, p] (a switch) or end[s, p] (a CA port,
@@ -586,10 +606,11 @@ class _Arrays:
     port_lmc: np.ndarray
     # scratch for `_walk`, per (switch * width + DLID): which of a step's walks goes on
     slot: np.ndarray
-    tier: np.ndarray  # each switch's tier (-9: not known)
-    up_next: np.ndarray  # the switch behind each of a switch's up ports (-1 padded)
-    up_link: np.ndarray  # the cable of each of a switch's up ports (-1 padded)
-    routable: np.ndarray  # routable[s, d]: s keeps DLID d or sends it out of a cabled port
+    # adaptive routing's, None until an adaptive `crossed` asks (`Routes._adaptive_arrays`):
+    tier: np.ndarray | None = None  # each switch's tier (-9: not known)
+    up_next: np.ndarray | None = None  # the switch behind each up port of a switch (-1 pads)
+    up_link: np.ndarray | None = None  # the cable of each up port of a switch (-1 pads)
+    routable: np.ndarray | None = None  # [s, d]: s keeps DLID d or sends it out of a cable
 
 
 def _name(port: PortRef) -> str:
