@@ -106,6 +106,94 @@ class Topology:
     unplaced: list[tuple[str, int, int, str]] = field(default_factory=list)
 
 
+# --- forwarding tables (auditor.parse.dump_lfts, opensm_lfts; auditor.analyse.paths) ---
+
+# The out port a linear forwarding table gives for "no route" (IBTA: a port number above the
+# switch's port count drops the packet; the SM and the tools use 255).
+NO_ROUTE = 255
+
+
+@dataclass(slots=True)
+class SwitchLft:
+    """One switch's unicast linear forwarding table as a tool printed it: DLID -> out port.
+
+    `ports` holds the DLIDs that have a route; out port 0 is the switch itself (its own LID).
+    DLIDs without a route (255, or a port above the switch's count) are absent, as are those
+    outside `first_lid`..`last_lid`, the range the tool dumped. `stale` lists DLIDs that have
+    a route but whose owner the tool could not name (no port has that LID any more: an entry
+    the SM has not cleared yet); they stay in `ports`, because the switch still forwards them.
+    `lid` is the switch's own LID: the DLID routed to port 0, else the one its header printed.
+    """
+
+    guid: str
+    lid: int | None
+    description: str
+    first_lid: int
+    last_lid: int
+    ports: dict[int, int] = field(default_factory=dict)
+    stale: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class LidOwner:
+    """The port a DLID belongs to, as a forwarding-table dump named it. With LMC > 0 a port
+    has `count` (2^LMC) consecutive LIDs from `base_lid`; every one of them maps here."""
+
+    port_guid: str
+    node_type: NodeType | None  # None: a type the tool printed as unknown
+    description: str
+    base_lid: int
+    count: int = 1
+
+
+@dataclass(slots=True)
+class ForwardingTables:
+    """What one forwarding-table capture says: each switch's table, in the order printed, and
+    the owners of the DLIDs it named (a `-n` dump names none)."""
+
+    switches: list[SwitchLft] = field(default_factory=list)
+    owners: dict[int, LidOwner] = field(default_factory=dict)
+    # Node descriptions cut to parse._common.DESCRIPTION_MAX: (line number, the line).
+    cut: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEnd:
+    """The first or last port of an `ibtracert` trace: a node GUID (not a port GUID), its port
+    (0 for a switch) and LID range; `simple` traces (`-n`) print only the GUID and port."""
+
+    node_type: NodeType | None
+    guid: str
+    port: int
+    lid: int | None = None
+    last_lid: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceHop:
+    """One hop of an `ibtracert` trace: out of the previous node's `out_port`, into
+    `in_port` of the port `port_guid` (a CA's port GUID, a switch's node GUID)."""
+
+    out_port: int
+    node_type: NodeType | None
+    port_guid: str
+    in_port: int
+    lid: int | None = None
+    last_lid: int | None = None
+    description: str | None = None
+
+
+@dataclass(slots=True)
+class Trace:
+    """One `ibtracert` route. `dest` is None and `error` says why when the trace stopped."""
+
+    source: TraceEnd | None
+    hops: list[TraceHop] = field(default_factory=list)
+    dest: TraceEnd | None = None
+    error: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class CounterSample:
     """Counters of one port (port None = the switch aggregate `ALL`) as read at one time."""

@@ -12,6 +12,7 @@ import pytest
 from auditor.simulate.ibsim import (
     FabricWriteError,
     FatTree,
+    FatTree3,
     IbSim,
     IbSimError,
     check_read_only,
@@ -21,6 +22,9 @@ from auditor.simulate.ibsim import (
 )
 
 SMALL = FatTree(spines=2, leaves=4, hosts_per_leaf=2)  # leaf ports 1-2 hosts, 3-4 spines
+# 2 pods x (2 leaves + 2 spines), 2 cores (one per plane); LIDs cores 1-2, spines 3-6, leaves
+# 7-10, hosts 11-18
+THREE = FatTree3(pods=2, leaves_per_pod=2, spines_per_pod=2, cores=2, hosts_per_leaf=2)
 
 # The conftest fixture: a skip outside CI, a failure in CI (where ibsim must be installed).
 needs_ibsim = pytest.mark.usefixtures("need_ibsim")
@@ -246,3 +250,76 @@ def test_start_failure_reports_ibsim_log(tmp_path: Path) -> None:
     with pytest.raises(IbSimError, match="nowhere") as info, IbSim(broken, tmp_path):
         pass
     assert "exited" in str(info.value)
+
+
+# ---------------------------------------------------------------------- three tiers
+
+
+def test_three_tier_net_file_layout() -> None:
+    text = write_net_file(THREE)
+    assert (THREE.leaf_ports, THREE.spine_ports, THREE.core_ports) == (4, 3, 2)
+    assert (THREE.leaves, THREE.spines, THREE.hosts, THREE.switches) == (4, 4, 8, 10)
+    assert expected_links(THREE) == 8 + 4 * 2 + 4 * 1 == 20
+    assert 'Switch 2 "core02" # "MF0;core02:MQM8700/U1" enhanced port 0 lid 2' in text
+    assert 'Switch 3 "spine03" # "MF0;spine03:MQM8700/U1" enhanced port 0 lid 5' in text
+    assert 'Switch 4 "leaf03" # "MF0;leaf03:MQM8700/U1" enhanced port 0 lid 9' in text
+    assert '[1] "leaf04"[2] # lid 18' in text
+    # core02 is plane 2: port p goes to pod p's second spine (spine02, spine04), their port 3
+    for line in ('[1] "spine02"[3]', '[2] "spine04"[3]', '[3] "core02"[2]', '[3] "core01"[1]'):
+        assert line in text
+    # pod 2's leaves (leaf03, leaf04) go to pod 2's spines only, on leaf ports 3 and 4
+    for line in ('[3] "spine03"[1]', '[4] "spine04"[2]', '[1] "leaf03"[3]', '[2] "leaf04"[4]'):
+        assert line in text
+    leaf03 = re.search(r'^Switch 4 "leaf03".*?\n\n', text, re.MULTILINE | re.DOTALL)
+    assert leaf03 is not None
+    assert re.findall(r'"(spine\d+)"', leaf03[0]) == ["spine03", "spine04"]
+    # each link is written at both ends
+    ends = re.findall(r'^\[\d+\] "', text, re.MULTILINE)
+    assert len(ends) == 2 * expected_links(THREE)
+
+
+def test_three_tier_rails_and_sizes() -> None:
+    tree = FatTree3(pods=2, leaves_per_pod=4, spines_per_pod=2, cores=4, hosts_per_leaf=2,
+                    rails=2)
+    assert (tree.hosts, tree.core_ports, tree.spine_ports, expected_links(tree)) == (
+        8, 2, 6, 16 + 16 + 8)
+    # rails pair the leaves within a pod: host 3's rail 1 is on pod 1's leaf 4
+    assert tree.host_attachment(3, 1) == (4, 1) and tree.leaf_pod(4) == 1
+    assert tree.host_attachment(5, 0) == (5, 1) and tree.leaf_pod(5) == 2
+    assert 'Hca 1 "gpu-node-03-mlx5_1" # "gpu-node-03 mlx5_1"' in write_net_file(tree)
+    assert tree.lids()["gpu-node-08-mlx5_1"] == tree.switches + 16
+    big = FatTree3(pods=8, leaves_per_pod=16, spines_per_pod=16, cores=64, hosts_per_leaf=16)
+    assert (big.hosts, big.switches, big.spine_ports) == (2048, 320, 20)
+    with pytest.raises(ValueError, match="multiple of spines_per_pod"):
+        FatTree3(pods=2, leaves_per_pod=2, spines_per_pod=2, cores=3, hosts_per_leaf=1)
+    with pytest.raises(ValueError, match="multiple of rails"):
+        FatTree3(pods=2, leaves_per_pod=3, spines_per_pod=2, cores=2, hosts_per_leaf=1, rails=2)
+    with pytest.raises(ValueError, match="no link leaf01-spine03"):
+        write_net_file(THREE, degrade={("leaf01", "spine03"): "1x"})
+    slow = write_net_file(THREE, degrade={("spine01", "core01"): "EDR"})
+    assert slow.count(" w=2 s=7 e=3") == 2
+
+
+def test_opensm_options_are_checked(tmp_path: Path) -> None:
+    sim = IbSim(write_net_file(SMALL), tmp_path)
+    with pytest.raises(ValueError, match="bad routing engine"):
+        sim.opensm_once(routing_engine="ftree; reboot")
+    with pytest.raises(ValueError, match="LMC"):
+        sim.opensm_once(lmc=8)
+
+
+@pytest.mark.ibsim
+@needs_ibsim
+def test_three_tier_tree_in_ibsim(tmp_path: Path) -> None:
+    with IbSim(write_net_file(THREE), tmp_path) as sim:
+        sim.opensm_once(routing_engine="ftree", dump_dir=tmp_path / "dumps")
+        log = (sim.opensm_dir / "opensm.log").read_text()
+        assert "ftree tables configured on all switches" in log
+        assert (tmp_path / "dumps" / "opensm-lfts.dump").is_file()
+        links = sim.run("iblinkinfo")
+        assert links.returncode == 0, links.stderr
+        assert links.stdout.count("Active/  LinkUp") == 2 * expected_links(THREE)
+        disc = sim.run("ibnetdiscover")
+        for name, lid in THREE.lids().items():
+            assert re.search(rf'"{name if "node" in name else f"MF0;{name}:MQM8700/U1"}'
+                             rf'.*\blid {lid}\b', disc.stdout), name

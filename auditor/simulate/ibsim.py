@@ -40,6 +40,7 @@ __all__ = [
     "DEGRADE_MODES",
     "FabricWriteError",
     "FatTree",
+    "FatTree3",
     "IbSim",
     "IbSimError",
     "available",
@@ -80,6 +81,7 @@ DEGRADE_MODES: Mapping[str, tuple[int, int, int]] = {
 # spaced 0x100 apart to keep every node and port GUID unique.
 _SPINE_GUID_BASE = 0xB8599F0300100000
 _LEAF_GUID_BASE = 0xB8599F0300200000
+_CORE_GUID_BASE = 0xB8599F0300300000
 _HOST_GUID_BASE = 0x0C42A10300000000
 _HOST_GUID_STEP = 0x100
 _RAIL_GUID_STEP = 0x10  # a CA's port GUIDs are its node GUID + port: 8 rails fit in a step
@@ -231,17 +233,288 @@ class FatTree:
         return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
 
 
-def expected_links(tree: FatTree) -> int:
-    """Cables in the tree: one per host and rail plus one per leaf-spine pair."""
+@dataclass(frozen=True)
+class FatTree3:
+    """A three-tier fat tree: leaves and spines grouped in pods, cores above the pods.
+
+    Each of the ``pods`` has ``leaves_per_pod`` leaves and ``spines_per_pod`` spines, every leaf
+    with one uplink to every spine of its pod. The cores form one plane per spine position:
+    plane s holds ``cores // spines_per_pod`` cores, and each of them has one link to the s-th
+    spine of every pod (the usual three-tier layout: a pod's spine s reaches the other pods only
+    through plane s). Names are global, as in `FatTree`: pod 1 has leaf01..leafL and
+    spine01..spineS, pod 2 the next ones; cores are core01..
+
+    Ports: leaf 1..H hosts, H+s the pod's spine s; spine 1..L the pod's leaf l, L+c the plane's
+    core c; core port p goes to pod p. LIDs are static: cores 1..C, then spines, leaves, and the
+    hosts' HCAs. ``rails`` works as in `FatTree`, within each pod: the pod's leaves come in
+    groups of ``rails``, leaf r of a group taking HCA r of the group's hosts.
+    """
+
+    pods: int
+    leaves_per_pod: int
+    spines_per_pod: int
+    cores: int
+    hosts_per_leaf: int
+    model: str = SWITCH_MODEL
+    rails: int = 1
+
+    def __post_init__(self) -> None:
+        for attr in ("pods", "leaves_per_pod", "spines_per_pod", "cores", "hosts_per_leaf",
+                     "rails"):
+            if getattr(self, attr) < 1:
+                raise ValueError(f"FatTree3.{attr} must be >= 1")
+        if self.cores % self.spines_per_pod:
+            raise ValueError("cores must be a multiple of spines_per_pod (one plane per spine)")
+        if self.leaves_per_pod % self.rails or self.rails > 8:
+            raise ValueError("leaves_per_pod must be a multiple of rails, rails <= 8")
+        if max(self.leaf_ports, self.spine_ports, self.core_ports) > MAX_SWITCH_PORTS:
+            raise ValueError(f"switches have at most {MAX_SWITCH_PORTS} ports")
+        if self.switches + self.hosts * self.rails > MAX_UNICAST_LID:
+            raise ValueError(f"more than {MAX_UNICAST_LID} LIDs needed")
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.model):
+            raise ValueError(f"bad switch model {self.model!r}")
+
+    @property
+    def leaves(self) -> int:
+        return self.pods * self.leaves_per_pod
+
+    @property
+    def spines(self) -> int:
+        return self.pods * self.spines_per_pod
+
+    @property
+    def cores_per_plane(self) -> int:
+        return self.cores // self.spines_per_pod
+
+    @property
+    def leaf_ports(self) -> int:
+        return self.hosts_per_leaf + self.spines_per_pod
+
+    @property
+    def spine_ports(self) -> int:
+        return self.leaves_per_pod + self.cores_per_plane
+
+    @property
+    def core_ports(self) -> int:
+        return self.pods
+
+    @property
+    def hosts(self) -> int:
+        return self.leaves // self.rails * self.hosts_per_leaf
+
+    @property
+    def switches(self) -> int:
+        return self.cores + self.spines + self.leaves
+
+    def core_name(self, index: int) -> str:
+        return f"core{index:0{_digits(self.cores)}d}"
+
+    def spine_name(self, index: int) -> str:
+        return f"spine{index:0{_digits(self.spines)}d}"
+
+    def leaf_name(self, index: int) -> str:
+        return f"leaf{index:0{_digits(self.leaves)}d}"
+
+    def host_name(self, index: int) -> str:
+        return f"gpu-node-{index:0{_digits(self.hosts)}d}"
+
+    def core_names(self) -> list[str]:
+        return [self.core_name(c) for c in range(1, self.cores + 1)]
+
+    def spine_names(self) -> list[str]:
+        return [self.spine_name(s) for s in range(1, self.spines + 1)]
+
+    def leaf_names(self) -> list[str]:
+        return [self.leaf_name(leaf) for leaf in range(1, self.leaves + 1)]
+
+    def host_names(self) -> list[str]:
+        return [self.host_name(h) for h in range(1, self.hosts + 1)]
+
+    def leaf_pod(self, leaf: int) -> int:
+        """Pod number (1-based) of leaf ``leaf``."""
+        return (leaf - 1) // self.leaves_per_pod + 1
+
+    def spine_pod(self, spine: int) -> int:
+        return (spine - 1) // self.spines_per_pod + 1
+
+    def pod_spine(self, pod: int, position: int) -> int:
+        """Global number of the ``position``-th (1-based) spine of ``pod``."""
+        return (pod - 1) * self.spines_per_pod + position
+
+    def pod_leaf(self, pod: int, position: int) -> int:
+        return (pod - 1) * self.leaves_per_pod + position
+
+    def core_plane(self, core: int) -> int:
+        """The spine position (1-based) whose spines core ``core`` links."""
+        return (core - 1) // self.cores_per_plane + 1
+
+    def uplink_port(self, position: int) -> int:
+        """Leaf port that goes to its pod's spine number ``position``."""
+        return self.hosts_per_leaf + position
+
+    def spine_uplink_port(self, core: int) -> int:
+        """Spine port that goes to core ``core`` (of the spine's plane)."""
+        return self.leaves_per_pod + (core - 1) % self.cores_per_plane + 1
+
+    def host_attachment(self, host: int, rail: int = 0) -> tuple[int, int]:
+        """(leaf number, leaf port) of host number ``host``'s HCA on ``rail`` (0-based)."""
+        group, port = divmod(host - 1, self.hosts_per_leaf)
+        return group * self.rails + rail + 1, port + 1
+
+    def hca_node(self, host: int, rail: int = 0) -> str:
+        name = self.host_name(host)
+        return name if self.rails == 1 else f"{name}-{HCA_PREFIX}{rail}"
+
+    def switch_description(self, name: str) -> str:
+        return f"MF0;{name}:{self.model}/U1"
+
+    @staticmethod
+    def host_description(name: str, rail: int = 0) -> str:
+        return f"{name} {HCA_PREFIX}{rail}"
+
+    def core_lid(self, core: int) -> int:
+        return core
+
+    def spine_lid(self, spine: int) -> int:
+        return self.cores + spine
+
+    def leaf_lid(self, leaf: int) -> int:
+        return self.cores + self.spines + leaf
+
+    def host_lid(self, host: int, rail: int = 0) -> int:
+        return self.switches + (host - 1) * self.rails + rail + 1
+
+    def lids(self) -> dict[str, int]:
+        """Static LID of every node by name (a switch's LID is its port 0's)."""
+        out = {self.core_name(c): self.core_lid(c) for c in range(1, self.cores + 1)}
+        out |= {self.spine_name(s): self.spine_lid(s) for s in range(1, self.spines + 1)}
+        out |= {self.leaf_name(i): self.leaf_lid(i) for i in range(1, self.leaves + 1)}
+        out |= {self.hca_node(h, r): self.host_lid(h, r) for h in range(1, self.hosts + 1)
+                for r in range(self.rails)}
+        return out
+
+    def core_guid(self, core: int) -> int:
+        return _CORE_GUID_BASE + core
+
+    def spine_guid(self, spine: int) -> int:
+        return _SPINE_GUID_BASE + spine
+
+    def leaf_guid(self, leaf: int) -> int:
+        return _LEAF_GUID_BASE + leaf
+
+    def host_guid(self, host: int, rail: int = 0) -> int:
+        return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
+
+
+def expected_links(tree: FatTree | FatTree3) -> int:
+    """Cables in the tree: one per host and rail plus one per leaf-spine pair (and, in three
+    tiers, one per spine-core pair)."""
+    if isinstance(tree, FatTree3):
+        return (tree.hosts * tree.rails + tree.leaves * tree.spines_per_pod
+                + tree.spines * tree.cores_per_plane)
     return tree.hosts * tree.rails + tree.leaves * tree.spines
 
 
-def write_net_file(tree: FatTree, degrade: Mapping[tuple[str, str], str] | None = None) -> str:
+def _degrade_masks(degrade: Mapping[tuple[str, str], str] | None,
+                   links: set[tuple[str, str]]) -> dict[frozenset[str], str]:
+    """`degrade`'s links as w=/s=/e= suffixes, keyed by the pair of switch names."""
+    slow: dict[frozenset[str], str] = {}
+    for (lower, upper), mode in (degrade or {}).items():
+        if (lower, upper) not in links:
+            raise ValueError(f"degrade: no link {lower}-{upper} in this tree")
+        if mode not in DEGRADE_MODES:
+            raise ValueError(f"degrade: mode {mode!r} not one of {', '.join(DEGRADE_MODES)}")
+        width, speed, ext = DEGRADE_MODES[mode]
+        slow[frozenset((lower, upper))] = f" w={width} s={speed} e={ext}"
+    return slow
+
+
+def _write_three_tier(tree: FatTree3, degrade: Mapping[tuple[str, str], str] | None) -> str:
+    links = {(tree.leaf_name(leaf), tree.spine_name(tree.pod_spine(tree.leaf_pod(leaf), s)))
+             for leaf in range(1, tree.leaves + 1) for s in range(1, tree.spines_per_pod + 1)}
+    links |= {(tree.spine_name(tree.pod_spine(pod, tree.core_plane(c))), tree.core_name(c))
+              for c in range(1, tree.cores + 1) for pod in range(1, tree.pods + 1)}
+    slow = _degrade_masks(degrade, links)
+
+    def suffix(a: str, b: str) -> str:
+        return slow.get(frozenset((a, b)), "")
+
+    lines = [
+        "# fabric-auditor ibsim net file: three-tier fat tree",
+        f"# {tree.pods} pods x ({tree.leaves_per_pod} leaves + {tree.spines_per_pod} spines),"
+        f" {tree.cores} cores, {tree.hosts_per_leaf} hosts per leaf = {tree.hosts} hosts",
+    ]
+    lines += [f"# degraded: {a}-{b} {mode}" for (a, b), mode in (degrade or {}).items()]
+    width, speed, ext = _HEALTHY
+    lines += [f"width={width}", f"speed={speed}", f"extspeed={ext}", ""]
+
+    def switch(name: str, guid: int, nports: int, lid: int, ports: Iterable[str]) -> None:
+        lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_SWITCH_DEVICE_ID:04x}"])
+        lines.append(f"switchguid=0x{guid:016x}")
+        desc = tree.switch_description(name)
+        lines.append(f'Switch {nports} "{name}" # "{desc}" enhanced port 0 lid {lid}')
+        lines.extend(ports)
+        lines.append("")
+
+    for c in range(1, tree.cores + 1):
+        plane, name = tree.core_plane(c), tree.core_name(c)
+        ports = []
+        for pod in range(1, tree.pods + 1):
+            spine = tree.spine_name(tree.pod_spine(pod, plane))
+            ports.append(f'[{pod}] "{spine}"[{tree.spine_uplink_port(c)}]{suffix(spine, name)}')
+        switch(name, tree.core_guid(c), tree.core_ports, tree.core_lid(c), ports)
+
+    for s in range(1, tree.spines + 1):
+        pod, name = tree.spine_pod(s), tree.spine_name(s)
+        position = (s - 1) % tree.spines_per_pod + 1
+        ports = []
+        for p in range(1, tree.leaves_per_pod + 1):
+            leaf_id = tree.leaf_name(tree.pod_leaf(pod, p))
+            ports.append(f'[{p}] "{leaf_id}"[{tree.uplink_port(position)}]'
+                         f'{suffix(leaf_id, name)}')
+        for k in range(1, tree.cores_per_plane + 1):
+            c = (position - 1) * tree.cores_per_plane + k
+            core = tree.core_name(c)
+            ports.append(f'[{tree.spine_uplink_port(c)}] "{core}"[{pod}]{suffix(name, core)}')
+        switch(name, tree.spine_guid(s), tree.spine_ports, tree.spine_lid(s), ports)
+
+    for leaf in range(1, tree.leaves + 1):
+        pod, name = tree.leaf_pod(leaf), tree.leaf_name(leaf)
+        group, rail = divmod(leaf - 1, tree.rails)
+        first_host = group * tree.hosts_per_leaf
+        ports = [f'[{p}] "{tree.hca_node(first_host + p, rail)}"[1]'
+                 for p in range(1, tree.hosts_per_leaf + 1)]
+        position_in_pod = (leaf - 1) % tree.leaves_per_pod + 1
+        for s in range(1, tree.spines_per_pod + 1):
+            spine = tree.spine_name(tree.pod_spine(pod, s))
+            ports.append(f'[{tree.uplink_port(s)}] "{spine}"[{position_in_pod}]'
+                         f'{suffix(name, spine)}')
+        switch(name, tree.leaf_guid(leaf), tree.leaf_ports, tree.leaf_lid(leaf), ports)
+
+    for host in range(1, tree.hosts + 1):
+        name = tree.host_name(host)
+        for rail in range(tree.rails):
+            leaf, port = tree.host_attachment(host, rail)
+            lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
+            lines.append(f"caguid=0x{tree.host_guid(host, rail):016x}")
+            lines.append(f'Hca 1 "{tree.hca_node(host, rail)}" # '
+                         f'"{tree.host_description(name, rail)}"')
+            lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid '
+                         f'{tree.host_lid(host, rail)}')
+            lines.append("")
+    return "\n".join(lines)
+
+
+def write_net_file(tree: FatTree | FatTree3,
+                   degrade: Mapping[tuple[str, str], str] | None = None) -> str:
     """ibsim net-file text for ``tree``.
 
-    ``degrade`` maps (leaf name, spine name) to a key of ``DEGRADE_MODES``; that link gets the
-    same w=/s=/e= masks on both ends, because ibsim aborts when two ends share no enabled bit.
+    ``degrade`` maps (leaf name, spine name) to a key of ``DEGRADE_MODES`` (in three tiers also
+    (spine name, core name)); that link gets the same w=/s=/e= masks on both ends, because ibsim
+    aborts when two ends share no enabled bit.
     """
+    if isinstance(tree, FatTree3):
+        return _write_three_tier(tree, degrade)
     leaf_index = {name: i for i, name in enumerate(tree.leaf_names(), 1)}
     spine_index = {name: i for i, name in enumerate(tree.spine_names(), 1)}
     slow: dict[tuple[int, int], str] = {}
@@ -688,16 +961,39 @@ class IbSim:
         shutil.rmtree(self.workdir / f"sys-{pid}", ignore_errors=True)
         self._client_pids.discard(pid)
 
-    def opensm_once(self, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+    def opensm_once(
+        self,
+        timeout: float = 300.0,
+        *,
+        routing_engine: str | None = None,
+        lmc: int = 0,
+        dump_dir: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """One opensm sweep: keeps the static LIDs, programs LFTs, ports become Active.
 
         The cache/tmp dirs are per simulator, so the LID assignment is not taken from
-        another fabric's guid2lid file.
+        another fabric's guid2lid file. ``routing_engine`` is opensm's ``-R`` (minhop, updn,
+        ftree, ...; opensm falls back to minhop when an engine fails: its log says which ran),
+        ``lmc`` its ``-l`` (LMC > 0 gives each CA port 2^LMC LIDs: opensm then moves LIDs that
+        are not aligned). ``dump_dir`` makes opensm write its routing dumps (opensm-lfts.dump,
+        opensm.fdbs, ...) there: log flags 0x43 switch on OSM_LOG_ROUTING.
         """
         self.opensm_dir.mkdir(parents=True, exist_ok=True)
         osm_env = {"OSM_CACHE_DIR": str(self.opensm_dir), "OSM_TMP_DIR": str(self.opensm_dir)}
         log = self.opensm_dir / "opensm.log"
-        result = self.run("opensm", "--once", "-f", str(log), timeout=timeout, env=osm_env)
+        args = ["opensm", "--once", "-f", str(log)]
+        if routing_engine is not None:
+            if not re.fullmatch(r"[a-z_0-9,]+", routing_engine):
+                raise ValueError(f"bad routing engine {routing_engine!r}")
+            args += ["-R", routing_engine]
+        if not 0 <= lmc <= 7:
+            raise ValueError("LMC is 0..7")
+        if lmc:
+            args += ["-l", str(lmc)]
+        if dump_dir is not None:
+            Path(dump_dir).mkdir(parents=True, exist_ok=True)
+            args += ["-D", "0x43", "--dump_files_dir", str(dump_dir)]
+        result = self.run(*args, timeout=timeout, env=osm_env)
         if result.returncode != 0:
             raise IbSimError(
                 f"opensm --once failed with status {result.returncode}: "
