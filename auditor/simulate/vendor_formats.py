@@ -230,15 +230,12 @@ def db_csv(topo: Topology, *, counters: CounterTable | None = None,
 
     if counters is not None:
         header = ["NodeGUID", "PortGUID", "PortNumber", *PM_COUNTERS, *PM_EXT]
+        merged: dict[tuple[str, int], dict[str, int]] = {}
+        for guid, port, name, value in counters.rows():
+            if port is not None:
+                merged.setdefault((guid, port), {})[name] = value
         rows = []
-        i = 0
-        for guid, port, count in zip(counters.guids, counters.ports, counters.counts,
-                                     strict=True):
-            readings = dict(zip(counters.names[i:i + count], counters.values[i:i + count],
-                                strict=True))
-            i += count
-            if port is None:
-                continue
+        for (guid, port), readings in merged.items():
             cells = [_g(guid), _g(guid), str(port)]
             cells += [str(readings.get(c, 0)) for c in PM_COUNTERS]
             for ext in PM_EXT:
