@@ -18,6 +18,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from auditor.errors import ParseError
 from auditor.models import CableInfo, CounterTable, NodeType, PortEvent, Topology
@@ -44,6 +46,7 @@ from auditor.simulate.vendor_formats import (
     topology_of_tree,
     ufm_rest_events_json,
 )
+from tests.strategies import near_miss
 from tests.test_log_parsers import summarise
 from tests.test_parsers import check_topology_invariants
 
@@ -488,3 +491,34 @@ def test_db_csv_of_an_ibsim_fabric_is_what_ibnetdiscover_sees(tmp_path: Path, ra
     listed = {(p.guid, p.port): p for p in written.ports}
     assert {k: _port_view(listed[k]) for k in cabled} == cabled
     assert {p.state for k, p in listed.items() if k not in cabled} == {"Down"}
+
+
+# ---------------------------------------------------------------------------------------------
+# fuzzing: mangled real lines give results or ParseErrors naming a line, nothing else
+
+FUZZ: dict[str, Callable[[str], Any]] = {
+    "ibdiagnet": parse_ibdiagnet,
+    "ibdiagnet_net_dump": parse_ibdiagnet_net_dump,
+    "ibdiagnet_log": lambda text: parse_ibdiagnet_log(text, at=RUN),
+    "nvos_events": lambda text: parse_nvos_events(text, host="x"),
+    "ufm_rest_events": parse_ufm_rest_events,
+}
+
+
+def _mangled(family: str) -> st.SearchStrategy[str]:
+    lines = [ln for p in (FIXTURES / family).glob("*.txt") for ln in p.read_text().split("\n")]
+    return st.lists(near_miss(lines), max_size=40).map("\n".join)
+
+
+@pytest.mark.parametrize("family", sorted(FUZZ))
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(data=st.data())
+def test_fuzz_only_parse_errors(family: str, data: st.DataObject) -> None:
+    text = data.draw(st.one_of(st.text(), _mangled(family)))
+    error: ParseError | None = None
+    try:
+        FUZZ[family](text)
+    except ParseError as exc:
+        error = exc
+    if error is not None:
+        assert 0 <= error.line_no <= text.count("\n") + 1
