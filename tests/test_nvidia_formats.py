@@ -226,6 +226,10 @@ def test_wrong_or_broken_text_is_a_parse_error_naming_the_line(
     assert reason in err.value.reason
 
 
+def test_a_byte_order_mark_is_not_text() -> None:
+    assert ibdiagnet_json(parse_ibdiagnet("\ufeff" + FULL)) == ibdiagnet_json(parse_ibdiagnet(FULL))
+
+
 def test_sections_keep_their_rows_as_printed() -> None:
     sections, info = split_sections(FULL)
     nodes = sections["NODES"]

@@ -235,7 +235,7 @@ def split_sections(text: str, kind: str = _KIND) -> tuple[dict[str, Section], di
     header: tuple[str, ...] | None = None
     header_line = 0
     rows: list[tuple[int, str]] = []
-    lines = split_lines(text)
+    lines = split_lines(text.removeprefix("\ufeff"))  # a BOM, from an editor round trip
     for line_no, line in enumerate(lines, 1):
         stripped = line.strip()
         if not stripped:
