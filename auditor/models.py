@@ -647,3 +647,38 @@ class OpticsReading:
     # What the parser left out or cut, one reason per value or field (OPTICS_BOUNDS, FIELD_MAX
     # in auditor/parse/_optics.py): counted per reason in `auditor sources`.
     issues: tuple[str, ...] = ()
+
+
+# -- what a fabric-wide diagnostic run says per port (issue #24: ibdiagnet2.db_csv) ------------
+
+
+@dataclass(frozen=True, slots=True)
+class CableInfo:
+    """The cable or transceiver in one port as the fabric reports it (ibdiagnet CABLE_INFO):
+    keyed by the node GUID and port that read it, not by a name. Temperature in Celsius."""
+
+    guid: str  # node GUID
+    port: int
+    vendor: str | None = None
+    part_number: str | None = None
+    serial_number: str | None = None
+    length: str | None = None  # as printed ("3 m", "30m")
+    revision: str | None = None
+    cable_type: str | None = None
+    temperature_c: float | None = None
+    line_no: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PortBer:
+    """The bit error rates a port's PHY reports itself (not computed from counters): raw
+    (before FEC), effective (after FEC) and symbol BER; None where the source gave none.
+    `source` names the table and the field mapping it was read with."""
+
+    guid: str  # node GUID
+    port: int
+    raw_ber: float | None
+    effective_ber: float | None
+    symbol_ber: float | None
+    source: str
+    line_no: int = 0

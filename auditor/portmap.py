@@ -15,8 +15,22 @@ from auditor.models import Fabric, NodeType
 
 # Onyx 1U switches: IB1/17 is port 17. Split ports (IB1/1/2, Quantum HDR200 -> 2 x HDR100) are
 # numbered per half: physical port N gives logical ports 2N-1 and 2N on Quantum firmware 27.x.
+# On Quantum-2 the same three numbers are ASIC/Cage/Port, two ports per OSFP cage (MLNX-OS
+# "InfiniBand Interface": `interface ib 1/3/1` and `1/3/2` are ports 1 and 2 of cage 3), and
+# the formula gives the same IB port: 2*(Cage-1)+Port. Checked on a real ibdiagnet net_dump row,
+# `1/16/1:31:INI:LINK UP:5:4x:100:...` (label 1/16/1 is IB port 31, at NDR: Mellanox/
+# ufm_sdk_3.0@8028db2 plugins/UFM_NDT_Plugin/ndt_file_creator.py:203-204).
 _ONYX = re.compile(r"(?:IB)?(\d+)/(\d+)(?:/(\d+))?", re.IGNORECASE | re.ASCII)
-# NVOS (Quantum-2) names ports swXpY[sZ]: cage X, port Y of a twin-port OSFP, split Z.
+# Quantum-2 split: ASIC/Cage/Port/Split (ibdiagnet's label legend, ndt_file_creator.py@8028db2
+# :150-153); the split number follows Quantum's rule (unverified on Quantum-2).
+_Q2_SPLIT = re.compile(r"(?:IB)?(\d+)/(\d+)/(\d+)/(\d+)", re.IGNORECASE | re.ASCII)
+# NVOS (Quantum-2) names ports swXpY[sZ]: cage X, port Y of the twin-port OSFP cage, split Z
+# (the names NVIDIA's NVOS tests use on 64-port QM9700s: sw1p1..sw32p2, split children
+# sw10p1s1; echuawu/sonic-mgmt@f7d3019 ngts/nvos_tools/Devices/IbDevice.py:196,252-270), i.e.
+# the same cage/port as MLNX-OS's 1/X/Y: IB port 2*(X-1)+Y. A split child's number follows
+# Quantum's split rule (2*(base-1)+Z), which no NVOS capture we found confirms; where an
+# ibdiagnet db_csv of the fabric exists, its PORT_HIERARCHY_INFO (label -> PortNum) is the
+# authority. Multi-plane names (sw32p1pl1, XDR) are not IB ports here.
 _NVOS = re.compile(r"sw(\d+)p(\d+)(?:s(\d+))?", re.IGNORECASE | re.ASCII)
 _HCA_PORT = re.compile(r"((?:mlx\d|hfi\d|qib|ibp)\S*)/(\d+)", re.ASCII)
 _GUID = re.compile(r"(?:0x)?([0-9a-fA-F]{1,16})")
@@ -39,12 +53,26 @@ def port_number(port_name: str) -> int | None:
         if slot != 1:
             return None  # modular (director) chassis need a port-label map
         return port if split is None else 2 * (port - 1) + int(split)
+    m = _Q2_SPLIT.fullmatch(name)
+    if m:
+        asic, cage, half, split = (int(g) for g in m.groups())
+        if asic != 1 or not (1 <= half <= 2 and 1 <= split <= 2):
+            return None
+        return 2 * (2 * (cage - 1) + half - 1) + split
     m = _NVOS.fullmatch(name)
     if m:
         cage, half, split = int(m.group(1)), int(m.group(2)), m.group(3)
         base = 2 * (cage - 1) + half
         return base if split is None else 2 * (base - 1) + int(split)
     return None
+
+
+def nvos_port_name(port: int) -> str:
+    """The NVOS name of IB port `port` of an unsplit Quantum-2 switch (31 -> `sw16p1`): the
+    inverse of `port_number` for NVOS names."""
+    if port < 1:
+        raise ValueError(f"no NVOS name for port {port}")
+    return f"sw{(port + 1) // 2}p{2 - port % 2}"
 
 
 @dataclass(frozen=True, slots=True)

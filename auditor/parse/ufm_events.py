@@ -1,10 +1,17 @@
-"""Parse UFM `events.log` lines (native, or as UFM forwards them by syslog).
+r"""Parse UFM `events.log` lines (native, or as UFM forwards them by syslog).
 
 Native line (UFM server local time, no zone -> `tz`):
 `2018-11-27 16:23:09.423 [665916] [627] CRITICAL [Maintenance] Grid [Grid]: text`
 = time, [log counter], [event id], severity, [category], object type, [object]
-(optionally followed by ` [dev_id: <guid>]`), `: `, text. Newer UFM releases put
-`Site [name] ` before the category (NVIDIA ufm_sdk log analyzer, event_log_regex.py).
+(optionally followed by ` [dev_id: <guid>]`), `: `, text. UFM 6.x puts `Site [name] ` before
+the category. Checked against NVIDIA's own log analyzer, Mellanox/ufm_sdk_3.0@3c4d311
+plugins/ufm_log_analyzer_plugin/src/loganalyze/log_parsing/event_log_regex.py:19-23 (the regex
+it reads `event.log` with). Its optional `(?:Site \[[\w-]*\] )?` (a name, possibly empty) sits
+where it is here; here the site is anything but `]` (the syslog streaming plugin's grammar
+allows `.`, `/` and `\` in it too: ufm_sdk_3.0@62341fb plugins/ufm_syslog_streaming_plugin/
+conf/parsers.conf:4), the category anything but `]` (`\w+` there), and only the date is
+stricter (a real date and time, where the analyzer takes any digits and dashes) and the object
+type must start with a letter.
 A forwarded line (`Nov 27 16:23:09 c650ufm03 eventlog[182483]: CRITICAL - <native>`) is accepted
 too; its native part is what is read.
 
@@ -12,7 +19,11 @@ Event ids handled (the rest are ignored): 329 link went down -> "down", 328 link
 up" in NVIDIA's analyzer, "Link went up" elsewhere) -> "up", 702 port unhealthy ("Peer Port
 T2-E63-L-U37:1/19/2 is considered by SM as unhealthy due to FLAPPING.") -> "unhealthy",
 907/908 -> "switch_down"/"switch_up", 331/332 -> "node_down"/"node_up", counter thresholds
-110/112/113/115/116 and symbol BER 917/918 -> "counter_alarm". `code` is the event id.
+110/112/113/115/116 and symbol BER 917/918 -> "counter_alarm", and external events 551-554
+whose text is an NVOS interface event (`sw1p1: Interface operational state is down`, what UFM's
+gNMI plugin forwards from NVOS switches) -> "down"/"up"/"admin_down"/"admin_up" with the
+switch's GUID and the NVOS port name. `code` is the event id. `recognise_ufm_event` is shared
+with the REST reader (auditor.parse.ufm_rest_events).
 
 Link text, two generations of UFM:
 * `Link went down: (Switch:T3-E21-N-U47:1/17/1)9c0591030090e000:33 - (Switch:T4-E45-L-U51:1/4/2)
@@ -46,7 +57,7 @@ from auditor.parse._logline import (
 )
 
 # The event ids that carry a port state or alarm (see the module docstring).
-UFM_EVENT_IDS = "110|112|113|115|116|328|329|331|332|702|907|908|917|918"
+UFM_EVENT_IDS = "110|112|113|115|116|328|329|331|332|551|552|553|554|702|907|908|917|918"
 PREFILTER: str = r"\] \[(?:" + UFM_EVENT_IDS + r")\] "
 
 _LINE_RE = re.compile(
@@ -58,6 +69,13 @@ _LINE_RE = re.compile(
 _FORWARDED_RE = re.compile(r"\b[A-Za-z]+ - (\d{4}-\d\d-\d\d \d\d:)")
 
 _COUNTER_CODES = frozenset({"110", "112", "113", "115", "116", "917", "918"})
+# External events 551 (informational), 552 (notice), 553 (warning), 554 (error): what UFM's
+# gNMI plugin makes of NVOS switch events (gnmi_events_server/helpers.py:155-167, constants of
+# pdr_deterministic_plugin/ufm_sim_web_service/constants.py:65-67).
+_EXTERNAL_CODES = frozenset({"551", "552", "553", "554"})
+_NVOS_TEXT_RE = re.compile(
+    r"(sw\d{1,3}p\d{1,2}(?:s\d)?|[\w.-]{1,40}): (Cleared:\s*)?Interface (operational|admin) "
+    r"state is (up|down)\.?", re.IGNORECASE)
 _STATES: dict[str, str] = {
     "329": "down",
     "328": "up",
@@ -67,6 +85,7 @@ _STATES: dict[str, str] = {
     "331": "node_down",
     "332": "node_up",
     **dict.fromkeys(_COUNTER_CODES, "counter_alarm"),
+    **dict.fromkeys(_EXTERNAL_CODES, "external"),
 }
 
 _LINK_TEXT_RE = re.compile(
@@ -206,31 +225,34 @@ def _link_object(obj: str, state: str, code: str) -> PortEvent | None:
     )
 
 
-def parse_ufm_line(line: str) -> tuple[datetime, PortEvent, str] | str | None:
-    """One native events.log line -> (naive local time, unstamped event, text), a reason, or
-    None.
-
-    None: a well-formed line of an event id that is not a port event.
-    """
-    m = _LINE_RE.match(line)
-    if m is None:
-        return "not a UFM events.log line"
-    code = m.group(2)
+def recognise_ufm_event(code: str, obj_type: str, obj: str, dev_id: str | None,
+                        text: str) -> Recognised:
+    """One UFM event (from an events.log line or the REST API) -> an unstamped event, a reason
+    it cannot be read, or None (an event id that is not a port event, or an external event
+    whose text is not an NVOS port event)."""
     state = _STATES.get(code)
     if state is None:
         return None
-    try:  # UFM server local time without zone: naive here, localised by the caller
-        when = datetime.fromisoformat(m.group(1).replace(",", "."))
-    except ValueError:
-        return "impossible date"
-    obj_type, obj, text = m.group(3), m.group(4), m.group(6)
-    event: PortEvent | None
     if code in ("328", "329"):
         event = _link_text(text, state, code) or _link_object(obj, state, code)
-        if event is None:
-            return f"unreadable UFM link event {code}"
-        return when, event, text
-    o = _object(obj_type, obj, m.group(5))
+        return event if event is not None else f"unreadable UFM link event {code}"
+    o = _object(obj_type, obj, dev_id)
+    if code in _EXTERNAL_CODES:
+        # ufm_sdk_3.0@3e96418 plugins/gnmi_nvos_events_plugin/gnmi_events_server/
+        # gnmi_events_receiver.py:115-141: an NVOS event becomes an external event of the
+        # switch (object_name = its GUID) whose description is "<resource>: <text>".
+        x = _NVOS_TEXT_RE.fullmatch(text.strip())
+        if x is None:
+            return None
+        cleared, kind, word = x.group(2) is not None, x.group(3).lower(), x.group(4).lower()
+        if cleared and word != "down":
+            return None
+        if kind == "operational":
+            state = "up" if cleared else word
+        else:
+            state = "admin_up" if cleared else f"admin_{word}"
+        return PortEvent(UNSTAMPED, state, o.device, x.group(1), o.guid, None, None, None,
+                         None, None, None, code)
     peer = _NO_END
     if code == "702":
         u = _UNHEALTHY_RE.search(text)
@@ -246,10 +268,32 @@ def parse_ufm_line(line: str) -> tuple[datetime, PortEvent, str] | str | None:
         mp = _OBJ_PORT_RE.fullmatch(text.rstrip(" ."))
         if mp is not None:
             peer = _End(mp.group("name"), mp.group("label"), None, None)
-    event = PortEvent(
+    return PortEvent(
         UNSTAMPED, state, o.device, o.port_name, o.guid, o.port,
         peer.device, peer.port_name, None, None, None, code,
     )
+
+
+def parse_ufm_line(line: str) -> tuple[datetime, PortEvent, str] | str | None:
+    """One native events.log line -> (naive local time, unstamped event, text), a reason, or
+    None.
+
+    None: a well-formed line of an event id that is not a port event.
+    """
+    m = _LINE_RE.match(line)
+    if m is None:
+        return "not a UFM events.log line"
+    code = m.group(2)
+    if code not in _STATES:
+        return None
+    try:  # UFM server local time without zone: naive here, localised by the caller
+        when = datetime.fromisoformat(m.group(1).replace(",", "."))
+    except ValueError:
+        return "impossible date"
+    text = m.group(6)
+    event = recognise_ufm_event(code, m.group(3), m.group(4), m.group(5), text)
+    if event is None or isinstance(event, str):
+        return event
     return when, event, text
 
 
