@@ -491,9 +491,8 @@ def suspects(
         auditor suspects --since 24h --limit 10
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
-    from auditor.analyse.correlate import gather
     from auditor.analyse.coverage import blind_spots
-    from auditor.analyse.rank import as_json, rank
+    from auditor.analyse.pipeline import RankSettings, rank_window
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -502,16 +501,10 @@ def suspects(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        cfg = settings.ranking
-        evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
-        ranked = rank(evidence, cfg)
-        if settings.outcomes.learned_weights:
-            from auditor.analyse.outcomes import reweigh
-
-            ranked = reweigh(store, ranked, utc_naive(end), settings.outcomes,
-                             settings.nightly.verify_days)
-        coverage = blind_spots(store, evidence)
-    data = as_json(evidence, ranked, limit) | {"coverage": coverage.as_json()}
+        ranking = rank_window(store, utc_naive(start), utc_naive(end),
+                              RankSettings.from_settings(settings))
+        coverage = blind_spots(store, ranking.evidence)
+    data = ranking.as_json(limit) | {"coverage": coverage.as_json()}
     if fmt == "json":
         _out(to_json(data))
         return
@@ -718,15 +711,15 @@ def report(
         auditor report --since 24h --out reports/today
     """
     from auditor.analyse.audit import audit
+    from auditor.analyse.pipeline import RankSettings
     from auditor.report.build import build_report, write_report
     from auditor.store import utc_naive
 
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                       verify_days=settings.nightly.verify_days, limit=limit,
-                       cfg=settings.ranking, outcomes=settings.outcomes)
+        result = audit(store, utc_naive(start), utc_naive(end),
+                       RankSettings.from_settings(settings), limit=limit)
     for path in write_report(out, build_report(result)):
         _out(str(path))
 
@@ -936,6 +929,7 @@ def export_cmd(
         auditor export --out /srv/fabric-history --since 30d
         auditor export --out /srv/fabric-history --fabric pod2 --since 2d
     """
+    from auditor.analyse.pipeline import RankSettings
     from auditor.ops.export import check_fabric, export
     from auditor.store import utc_naive
 
@@ -944,8 +938,8 @@ def export_cmd(
     name = check_fabric(fabric or settings.db.name.removesuffix(".duckdb"))
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases, settings.outcomes, takeover)
+        done = export(store, out, name, utc_naive(start), utc_naive(end),
+                      RankSettings.from_settings(settings), takeover)
     for warning in done.warnings:
         typer.echo(inert(f"warning: {warning}", None), err=True)
     rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
@@ -1017,6 +1011,7 @@ def metrics_cmd(
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
     from auditor.analyse.audit import audit
+    from auditor.analyse.pipeline import RankSettings
     from auditor.report.build import build_report
     from auditor.report.prometheus import render, write_textfile
     from auditor.store import utc_naive
@@ -1024,8 +1019,8 @@ def metrics_cmd(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                       verify_days=settings.nightly.verify_days, cfg=settings.ranking)
+        result = audit(store, utc_naive(start), utc_naive(end),
+                       RankSettings.from_settings(settings), judge=False)
         sources = store.sources()
     write_textfile(textfile, render(build_report(result), sources))
     _out(str(textfile))

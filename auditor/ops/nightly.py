@@ -15,6 +15,7 @@ from typing import Any
 
 from auditor.analyse.audit import audit, judge_again
 from auditor.analyse.outcomes import remember
+from auditor.analyse.pipeline import RankSettings
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
 from auditor.errors import exit_code
@@ -84,10 +85,8 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                     log.error("source failed: %s: %s", c["command"], c["detail"])
         with steps.step("suspects and report"), \
                 Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
-            audited = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days,
-                            limit=settings.nightly.limit, cfg=settings.ranking,
-                            outcomes=settings.outcomes)
+            audited = audit(store, utc_naive(start), utc_naive(end),
+                            RankSettings.from_settings(settings), limit=settings.nightly.limit)
             sources = store.sources()
         # The suspects the report shows are remembered, so that the swaps and flaps that
         # follow can tell which were right (issue #15); the report's outcomes include them.
