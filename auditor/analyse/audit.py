@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
-from auditor.analyse.correlate import Evidence
 from auditor.analyse.coverage import blind_spots
+from auditor.analyse.evidence import Evidence
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import Trace, WatchList, trace
 from auditor.analyse.pipeline import RankSettings, rank_window

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from auditor.analyse.correlate import Evidence, gather
+from auditor.analyse.correlate import gather
+from auditor.analyse.evidence import Evidence
 from auditor.analyse.rank import Suspect, as_json, rank
 from auditor.config import OutcomesSettings, RankingSettings
 

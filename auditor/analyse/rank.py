@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from auditor.analyse import ber
-from auditor.analyse.correlate import (
+from auditor.analyse.evidence import (
     COMMON_MODE_WINDOW,
     NCCL_DEATH_S,
     Evidence,
