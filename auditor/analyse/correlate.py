@@ -20,9 +20,7 @@ verdicts and actions. The records are in `evidence.py`.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,17 +39,17 @@ from auditor.analyse.evidence import (
     LinkEvidence,
     LinkKey,
     NodeEvent,
+    jobs_by_host,
     link_keys,
     link_of,
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, PortKey, flaps
 from auditor.analyse.health import degraded_links
-from auditor.analyse.healthy import healthy_jobs
+from auditor.analyse.healthy import lived_through
 from auditor.analyse.optics import watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, NodeType
-from auditor.nccl import UNKNOWN_BOUNDS, death_s, default_ib_timeout
 from auditor.portmap import port_number
 from auditor.store import Store
 
@@ -341,7 +339,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # about are read (issue #13: reading all was most of `suspects --since 30d`).
     written = [(t - LOG_WRITE_SLACK, t + LOG_WRITE_SLACK) for lg in unlabelled
                for t in (lg["first_at"], lg["last_at"], lg["written_at"]) if t is not None]
-    matched = _match_logs(unlabelled, _jobs_by_host(
+    matched = _match_logs(unlabelled, jobs_by_host(
         store.jobs_during(since, until, written), resolver, written), resolver)
     errors = store.job_errors(look_from, late_until, sources=sorted(matched), jobs_since=since)
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
@@ -402,32 +400,21 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                               links, event_of, host_events_of, maint, cfg)
     failed_net, failed_host, unexplained = counts
 
-    def names_near(wanted: set[str]) -> list[str]:
-        """The host names jobs were given that resolve to one of the fabric hosts `wanted`."""
-        return [x for x in pending_names.result() if resolver.host(x) in wanted]
-
     # Only the jobs on the hosts next to a flap are read, with all their hosts (issue #13: at
     # 30 days 5,410 jobs ran during a long flap and 100 of them on a host of its cable, 12,937
     # through a flap and 4,037 next to it; the rest were fetched, split and indexed for
     # nothing).
     def running(spans: list[tuple[datetime, datetime]], wanted: set[str]
                 ) -> list[dict[str, Any]]:
-        return store.jobs_during(since, until, spans, names_near(wanted))
+        near = [x for x in pending_names.result() if resolver.host(x) in wanted]
+        return store.jobs_during(since, until, spans, near)
 
-    def completed(spans: list[tuple[datetime, datetime]], wanted: set[str]
-                  ) -> list[dict[str, Any]]:
-        return store.jobs_through(since, until, spans, "COMPLETED", names_near(wanted))
-
-    _survivors(links, running, resolver, fabric)
     _failovers(links, errors, matched, since, until, resolver, hcas, g)
     # Optics trends need weeks of readings, whatever the window asked about (issue #14).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
-    crossed = healthy_jobs({k: le.flaps for k, le in links.items() if le.flaps},
-                           completed, resolver.host, fabric, g, logs, matched,
-                           {j: v.errors for j, v in views.items()}, cfg, in_use, settings)
-    for link, found in crossed.items():
-        links[link].healthy = found
+    lived_through(links, running, resolver, fabric, g, logs, matched,
+                  {j: v.errors for j, v in views.items()}, cfg, in_use, settings)
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
                     _host_coverage(rails, facts, links, fabric))
@@ -481,76 +468,6 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
             guid = hcas.by_device.get((host, device))
             for lk in link_keys(graph.node_links(g, guid)) if guid else []:
                 links.setdefault(lk, LinkEvidence(lk)).failovers.append(record)
-
-
-def _survivors(links: dict[LinkKey, LinkEvidence],
-               jobs_during: Callable[[list[tuple[datetime, datetime]], set[str]],
-                                     list[dict[str, Any]]],
-               resolver: HostResolver, fabric: Fabric) -> None:
-    """Jobs that ran on an HCA's host through a flap of its cable longer than any NCCL since
-    2.14 waits (34 s) and did not die of it: the flap did not touch their traffic (the rail
-    unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT). Evidence shown beside the flaps.
-    `jobs_during(spans, hosts)`: the jobs running during one of the spans on a host named by
-    a name that resolves to one of the fabric hosts `hosts` (more may come back)."""
-    deadly = death_s(default_ib_timeout(UNKNOWN_BOUNDS[1]) or 20)
-
-    def long(f: Flap) -> bool:
-        return f.down_at is not None and f.up_at is not None and (f.duration_s or 0) > deadly
-
-    long_flaps = [(f.down_at, f.up_at) for le in links.values() for f in le.flaps
-                  if f.down_at is not None and f.up_at is not None
-                  and (f.duration_s or 0) > deadly]
-    if not long_flaps:
-        return
-    hosts_of = {le.link: {fabric.nodes[g].name for g, _ in le.link
-                          if g in fabric.nodes and fabric.nodes[g].node_type == NodeType.HCA}
-                for le in links.values()}
-    # Only the hosts of a cable with a long flap are looked up below: only the jobs that ran
-    # on one are asked for (issue #13: at 30 days 100 jobs of the 5,410 that ran during one).
-    wanted = {h for le in links.values() if any(long(f) for f in le.flaps)
-              for h in hosts_of[le.link]}
-    if not wanted:
-        return
-    by_host = _jobs_by_host(jobs_during(long_flaps, wanted), resolver, long_flaps)
-    for le in links.values():
-        hosts = hosts_of[le.link]
-        for f in le.flaps:
-            if not hosts or f.down_at is None or f.up_at is None or \
-                    (f.duration_s or 0) <= deadly:
-                continue
-            for h in hosts:
-                for job in by_host.get(h, []):
-                    # Still running 10 minutes after the link came back: it lived through it.
-                    after = job["end_at"] is None or job["end_at"] > f.up_at + timedelta(minutes=10)
-                    if job["start_at"] <= f.down_at and after:
-                        le.survived.add(job["job_id"])
-
-
-def _jobs_by_host(jobs: list[dict[str, Any]], resolver: HostResolver,
-                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[dict[str, Any]]]:
-    """Jobs that have started and ran during one of `spans`, by each fabric host they ran on.
-    (A month holds 100,000 jobs on a million host slots; only those around the moments asked
-    about are indexed.)"""
-    merged: list[list[datetime]] = []
-    for lo, hi in sorted(spans):
-        if merged and lo <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
-    starts = [m[0] for m in merged]
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for job in jobs:
-        start, end = job["start_at"], job["end_at"]
-        if start is None:
-            continue
-        i = bisect_right(starts, end) if end is not None else len(starts)
-        # the last span starting before the job ends must end after the job starts
-        if i == 0 or merged[i - 1][1] < start:
-            continue
-        for h in job["hosts"]:
-            if (who := resolver.host(h)) is not None:
-                by_host[who].append(job)
-    return by_host
 
 
 def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[dict[str, Any]]],

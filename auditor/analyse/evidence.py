@@ -10,6 +10,7 @@ fills the records, `blame` judges each failed job with them, `rank` scores them.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,7 +20,6 @@ from typing import Any
 from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap, PortKey
-from auditor.analyse.healthy import HealthyJob
 from auditor.analyse.optics import WatchList
 from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
 
@@ -42,6 +42,16 @@ NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}  # the failed jobs the corre
 HOST_STATE = "NODE_FAIL"
 # A switch reboot takes all its ports down within a second or two; give clock skew room.
 COMMON_MODE_WINDOW = timedelta(seconds=30)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthyJob:
+    """A COMPLETED job that was running across a link through one of its flaps."""
+
+    job_id: str
+    flap: int  # index into the link's flaps (LinkEvidence.flaps)
+    weight: float  # how sure it is that the job's traffic crossed the link, in (0, 1]
+    how: str  # what says it crossed: "its Using list names the HCA", "rail not known", ...
 
 
 @dataclass(slots=True)
@@ -249,3 +259,30 @@ class Hcas:
         """The HCA an error names, or every HCA of the host when it names none."""
         guid = self.by_device.get((host, device)) if device else None
         return [guid] if guid else self.of.get(host, [])
+
+
+def jobs_by_host(jobs: list[dict[str, Any]], resolver: HostResolver,
+                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[dict[str, Any]]]:
+    """Jobs that have started and ran during one of `spans`, by each fabric host they ran on.
+    (A month holds 100,000 jobs on a million host slots; only those around the moments asked
+    about are indexed.)"""
+    merged: list[list[datetime]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    starts = [m[0] for m in merged]
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs:
+        start, end = job["start_at"], job["end_at"]
+        if start is None:
+            continue
+        i = bisect_right(starts, end) if end is not None else len(starts)
+        # the last span starting before the job ends must end after the job starts
+        if i == 0 or merged[i - 1][1] < start:
+            continue
+        for h in job["hosts"]:
+            if (who := resolver.host(h)) is not None:
+                by_host[who].append(job)
+    return by_host
