@@ -207,7 +207,7 @@ def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None
     and both descriptions, `sources` counts it, and neither a moved cable nor a link-down event
     comes of it."""
     from auditor.analyse import topology as fabric
-    from auditor.ingest.duplicates import ISSUE
+    from auditor.ingest.guid_clashes import ISSUE
 
     clean = FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"
     clash = FIXTURES / "ibnetdiscover" / "edited_duplicate_caguid_two_hosts.txt"

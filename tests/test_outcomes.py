@@ -18,7 +18,7 @@ from auditor.analyse.outcomes import PARTS_OF
 from auditor.analyse.rules import RULES
 from auditor.cli import app
 from auditor.demo import DATA
-from auditor.report.schema import Report
+from auditor.report.document import Report
 from auditor.store import Store
 from tests.test_report_schema import _mismatches
 

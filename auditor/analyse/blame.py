@@ -39,13 +39,13 @@ from auditor.analyse.evidence import (
     Hcas,
     HostResolver,
     LinkEvidence,
-    LinkKey,
     NodeEvent,
     link_keys,
     link_of,
 )
 from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
+from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from auditor import graph
 from auditor.analyse import ber, blame, hosts
 from auditor.analyse.blame import JobView
+from auditor.analyse.degraded import degraded_links
 from auditor.analyse.evidence import (
     COMMON_MODE_WINDOW,
     HOST_STATE,
@@ -37,19 +38,17 @@ from auditor.analyse.evidence import (
     HostCoverage,
     HostResolver,
     LinkEvidence,
-    LinkKey,
     NodeEvent,
     jobs_by_host,
     link_keys,
     link_of,
 )
-from auditor.analyse.flaps import LOOKBACK, Flap, PortKey, flaps
-from auditor.analyse.health import degraded_links
-from auditor.analyse.healthy import lived_through
+from auditor.analyse.flaps import LOOKBACK, Flap, flaps
 from auditor.analyse.optics import watch_list
+from auditor.analyse.survivors import lived_through
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
-from auditor.models import Fabric, NodeType
+from auditor.models import Fabric, LinkKey, NodeType, PortKey
 from auditor.portmap import port_number
 from auditor.store import Store
 

@@ -19,11 +19,10 @@ from typing import Any
 
 from auditor import graph
 from auditor.analyse import ber
-from auditor.analyse.flaps import Flap, PortKey
+from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import WatchList
-from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
+from auditor.models import Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
 
-LinkKey = tuple[PortKey, ...]  # one or two ends, sorted
 # The shortest flap that counts as "long" in the evidence and the ranking: NCCL 2.14-2.22's
 # default death time (IB timeout 18, retry count 7: 8 x 4.096 us x 2^18 = 8.6 s). Whether a flap
 # killed a given job is decided with that job's own death time (auditor.nccl).

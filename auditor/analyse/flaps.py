@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from auditor.models import PortKey
 from auditor.store import Store
 
 # Both ends of a cable, and UFM, log the same transition within a second or two; switch clocks
@@ -19,7 +20,6 @@ from auditor.store import Store
 SAME_EVENT = timedelta(seconds=10)
 # Look this far back before the window for the "down" that an in-window "up" closes.
 LOOKBACK = timedelta(days=1)
-PortKey = tuple[str, int]
 # Times here are the store's naive UTC timestamps, so the bounds are naive too.
 _EARLIEST = datetime.min  # noqa: DTZ901
 _LATEST = datetime.max  # noqa: DTZ901

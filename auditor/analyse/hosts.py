@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from auditor.analyse.flaps import Flap, PortKey
+from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
-from auditor.models import Fabric, NodeType
+from auditor.models import Fabric, NodeType, PortKey
 
 # slurmctld sets a node DOWN once it has not answered for SlurmdTimeout, 300 s by default
 # (SchedMD/slurm@slurm-24-11-7-1 src/common/read_config.h:141 DEFAULT_SLURMD_TIMEOUT), pinging

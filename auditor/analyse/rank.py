@@ -29,12 +29,12 @@ from auditor.analyse.evidence import (
     LinkEvidence,
     NodeEvent,
 )
-from auditor.analyse.healthy import HealthyJob
 from auditor.analyse.optics import FLAPPED_MIN, WatchJSON, watch_json
 from auditor.analyse.optics import action as optics_action
 from auditor.analyse.optics import evidence_line as optics_evidence
 from auditor.analyse.rules import Weights
 from auditor.analyse.rules import score as rule_score
+from auditor.analyse.survivors import HealthyJob
 from auditor.config import RankingSettings
 from auditor.models import NodeType
 
@@ -287,7 +287,7 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
     A flap longer than a job can wait kills the job if its traffic crosses the link, unless
     something carries that traffic (NCCL's port failover, adaptive routing). Each completed job
     that crossed a flap is a trial the flap failed: if the link's flaps were deadly, the chance
-    of seeing it is (1 - w), w being how sure the crossing is (`healthy.py`: the rail known
+    of seeing it is (1 - w), w being how sure the crossing is (`survivors.py`: the rail known
     from the job's log 1, not known 0.5, a leaf uplink only the share of flows routing puts on
     that spine). What absorbs a flap (the rail's failover, the switches' routing) is the
     link's, not the flap's, so the trials of all its flaps multiply into one likelihood L; a job

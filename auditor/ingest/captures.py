@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
-from auditor.ingest import duplicates
+from auditor.ingest import guid_clashes
 from auditor.ingest.common import (
     NOT_UTF8_ESCAPED,
     IngestResult,
@@ -223,7 +223,7 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
 
 
 def _owners(store: Store, moment: datetime, topo: Topology) -> dict[str, str]:
-    """The description the newest earlier snapshot gives each GUID this capture duplicates."""
+    """The description the newest earlier snapshot gives each GUID this capture guid_clashes."""
     times = [t for t in store.snapshot_times(moment, limit=2) if t < utc_naive(moment)]
     if not times:
         return {}
@@ -308,7 +308,7 @@ def ingest_files(
             if item.topology is not None:
                 topo = _reconcile(item.topology, ident, result.warnings)
                 if topo.duplicates:
-                    topo = duplicates.prefer_owners(topo, _owners(store, moment, topo))
+                    topo = guid_clashes.prefer_owners(topo, _owners(store, moment, topo))
                 ident.learn_topology(topo)
                 result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
                 sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
@@ -319,7 +319,7 @@ def ingest_files(
                     why = f"node description over {DESCRIPTION_MAX} characters (cut)"
                     store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
                     result.warnings.append(f"{len(topo.cut)} line(s): {why}")
-                issues, warnings = duplicates.findings(topo)
+                issues, warnings = guid_clashes.findings(topo)
                 store.add_issues(sid, issues)
                 result.warnings += warnings
                 snapshot_source = snapshot_source or sid

@@ -40,12 +40,11 @@ from auditor.analyse.evidence import (
     HealthyJob,
     HostResolver,
     LinkEvidence,
-    LinkKey,
     jobs_by_host,
 )
 from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
-from auditor.models import Fabric, NodeType
+from auditor.models import Fabric, LinkKey, NodeType
 from auditor.nccl import (
     RETRY_CNT_DEFAULT,
     UNKNOWN_BOUNDS,
