@@ -103,3 +103,11 @@ def build_demo(out: Path) -> str:
         f"next: auditor --db {out} topology   |   auditor --db {out} links --format json",
     ]
     return "\n".join(lines)
+
+
+def run_demo(out: Path, captures: bool = False, seed: int = 7) -> str:
+    """`auditor demo`: the scenario demo (its files beside `out`), or with `captures` the
+    fabric-health demo from the real captures shipped in the package."""
+    if captures:
+        return build_demo(out)
+    return build_scenario_demo(out, out.with_name(out.stem + "-scenario"), seed=seed)

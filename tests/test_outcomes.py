@@ -20,7 +20,7 @@ from auditor.cli import app
 from auditor.demo import DATA
 from auditor.report.document import Report
 from auditor.store import Store
-from tests.test_report_schema import _mismatches
+from tests.test_report_document import _mismatches
 
 runner = CliRunner()
 # The demo's healthy ibsim fat tree (auditor/demo_data), taken as a snapshot on TOPOLOGY; three
