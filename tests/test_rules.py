@@ -108,3 +108,18 @@ def test_score_is_monotone_and_bounded() -> None:
     values = [score(p) for p in (0.0, 0.5, 4.0, 12.0, 60.0)]
     assert values == sorted(values) and 0 <= values[0] < values[-1] <= 1
     assert score(4.0) == pytest.approx(0.487, abs=1e-3)
+
+
+def test_docs_show_the_table_the_code_has() -> None:
+    """docs/rules.md's table is generated from the code (scripts/rules_table.py): stale docs
+    fail here."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "rules_table.py"
+    spec = importlib.util.spec_from_file_location("rules_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = module.DOC.read_text(encoding="utf-8")
+    assert module.render(text) == text
+    assert all(f"| `{name}` |" in text for name in RULES)
