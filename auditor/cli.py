@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from auditor import __version__
 from auditor.errors import AuditorError
+from auditor.ingest import kinds  # data only: the parsers are imported when a kind is read
 from auditor.startup import named_command, no_collector, tune_collector
 
 if TYPE_CHECKING:
@@ -145,15 +146,8 @@ def main_options(
 @app.command()
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
-    kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
-                                      "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
-                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
-                                      "maintenance, inventory, cabling, slurm-events "
-                                      "(sacctmgr show event -P), slurmctld (slurmctld.log), "
-                                      "boots (journalctl --list-boots or last -x; --host), "
-                                      "ethtool-module "
-                                      "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
-                                      "(a switch's per-port transceiver diagnostics)")] = "auto",
+    kind: Annotated[str, typer.Option("--kind", "-k", help=kinds.help_text(),
+                                      show_default=False)] = "auto",
     at: AtOpt = None,
     year: Annotated[int | None, typer.Option(
         "--year", help="year of log stamps that have none (default: from the file's date)")] = None,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.errors import AuditorError
-from auditor.ingest.captures import KINDS, detect_kind
+from auditor.ingest import kinds
 
 if TYPE_CHECKING:
     from auditor.config import Settings
@@ -30,26 +30,16 @@ class IngestPlan:
 
 
 def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
-    """Split the files of one `ingest` into tool captures and logs (recognised when `auto`)."""
+    """Split the files of one `ingest` by ingester (each file recognised when `auto`, by the
+    registry of kinds: no ingester, and so none of their parsers, is imported here)."""
     from auditor.collect.logfile import read_head
-    from auditor.ingest.jobs import JOB_KINDS, detect_job_kind
 
-    if kind in KINDS[1:]:
-        return IngestPlan(list(paths), kind, [], "auto")
-    # A job kind is known before the log and optics ingesters are imported (their parsers cost
-    # `ingest --kind sacct` 0.03 s, issue #13); the kinds of each ingester are distinct.
-    if kind in JOB_KINDS:
-        return IngestPlan([], "auto", [], "auto", list(paths), kind)
-    from auditor.ingest.logs import LOG_KINDS, detect_log_kind
-    from auditor.ingest.optics import OPTICS_KINDS, detect_optics_kind
-
-    if kind in LOG_KINDS:
-        return IngestPlan([], "auto", list(paths), kind)
-    if kind in OPTICS_KINDS:
-        return IngestPlan([], "auto", [], "auto", optics=list(paths), optics_kind=kind)
-    every = (*KINDS, *LOG_KINDS, *JOB_KINDS, *OPTICS_KINDS)
+    every = ("auto", *kinds.names())
     if kind != "auto":
-        raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
+        entry = kinds.get(kind)
+        if entry is None or entry.family is None:
+            raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
+        return _plan(entry.family, list(paths), kind)
     plan = IngestPlan([], "auto", [], "auto")
     for path in paths:
         raw = read_head(path)
@@ -61,27 +51,32 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
                 raise AuditorError(f"{path}:1: binary data (NUL bytes) and no line this auditor "
                                    "knows in the first 64 KiB; a log is read with --kind")
             raise AuditorError(f"{path}:1: empty file, nothing to ingest")
-        try:
-            detect_kind(head, str(path))
-        except AuditorError:
-            # Before the job kinds: a module's `Identifier : 0x11 (QSFP28)` is no site file.
-            if detect_optics_kind(head) is not None:
-                plan.optics.append(path)
-                continue
-            if detect_job_kind(head) is not None:
-                plan.job_files.append(path)
-                continue
-            try:
-                detect_log_kind(head, path)
-            except AuditorError:
-                first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
-                raise AuditorError(
-                    f"{path}:{first}: cannot tell what tool or log this is; pass --kind "
-                    f"({', '.join(every[1:])})") from None
-            plan.logs.append(path)
-        else:
-            plan.captures.append(path)
+        found = kinds.auto(head)
+        if found is None:
+            first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
+            raise AuditorError(f"{path}:{first}: cannot tell what tool or log this is; pass "
+                               f"--kind ({', '.join(every[1:])})")
+        _files(plan, found[0]).append(path)
     return plan
+
+
+def _plan(family: kinds.Family, paths: list[Path], kind: str) -> IngestPlan:
+    plan = IngestPlan([], "auto", [], "auto")
+    _files(plan, family).extend(paths)
+    if family == "captures":
+        plan.capture_kind = kind
+    elif family == "logs":
+        plan.log_kind = kind
+    elif family == "jobs":
+        plan.job_kind = kind
+    else:
+        plan.optics_kind = kind
+    return plan
+
+
+def _files(plan: IngestPlan, family: kinds.Family) -> list[Path]:
+    return {"captures": plan.captures, "logs": plan.logs, "jobs": plan.job_files,
+            "optics": plan.optics}[family]
 
 
 @dataclass(frozen=True, slots=True)
