@@ -43,6 +43,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from auditor.analyse.paths import Routes, end_ports
+from auditor.parse.dump_lfts import parse_dump_lfts
+from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.simulate.evaluate import Score, evaluate
 from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -210,8 +213,8 @@ def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: S
     found = runs = 0
     print(f"\n64 spines: one leaf uplink that killed one job, seen only in that job's errors"
           f"{' (job logs matched by host and time)' if match_logs else ''}")
-    print(f"{'fabric':>14} {'seed':>4} {'rank':>5} {'cands':>5} {'false':>5} {'lft':>4} "
-          f"{'time':>6}  first link suspect / the uplink")
+    print(f"{'fabric':>14} {'seed':>4} {'rank':>5} {'cands':>5} {'path':>5} {'false':>5} "
+          f"{'lft':>4} {'time':>6}  first link suspect / the uplink")
     for spines, leaves, hosts in sizes:
         for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
@@ -221,21 +224,49 @@ def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: S
                          **options)
                 score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
                 took = time.perf_counter() - t
+                killed = [j for j in truth["network_failed_jobs"]
+                          if j["culprit_cause"] == "silent_stall"]
+                path = _path_uplinks(folder, truth, killed[0])
             (rank,) = score.bad_ranks
             runs += 1
             found += rank == 1
-            killed = [j for j in truth["network_failed_jobs"]
-                      if j["culprit_cause"] == "silent_stall"]
             # one rail: host node-N sits under leaf (N - 1) // hosts (fabric.py); without routes
             # every uplink of the killed job's leaves may have carried the broken connection
             under = {(int(n.rsplit("-", 1)[1]) - 1) // hosts for n in killed[0]["nodes"]}
             cands = spines * len(under)
             first = score.top[0] if score.top else "-"
+            cell = "-" if path is None else (
+                f"{len(path)}{'' if killed[0]['culprit_link'] in path else '*'}")
             print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {rank or '-':>5} {cands:>5} "
-                  f"{len(score.false_blames):>5} {score.lfts_ingested:>4} {took:>5.1f}s  "
+                  f"{cell:>5} {len(score.false_blames):>5} {score.lfts_ingested:>4} {took:>5.1f}s  "
                   f"{first} / {truth['bad_cables'][0]['link']}")
     print(f"\n64 spines: the stalled uplink was the top link suspect in {found}/{runs} runs "
           "(target: every run)")
+
+
+def _path_uplinks(folder: Path, truth: dict[str, Any], job: dict[str, Any]) -> set[str] | None:
+    """The leaf-spine links the job's broken connection crossed, both ways, in the last
+    forwarding-table capture before the stall (None without captures), named as truth names
+    links (`<leaf>:<port>=<spine>:<port>`)."""
+    shots = [c for c in truth.get("lft_captures", []) if c["at"] <= job["flap_down_at"]]
+    if not shots:
+        return None
+    topo = parse_ibnetdiscover((folder / "topology" / "ibnetdiscover.txt").read_text())
+    tables = parse_dump_lfts((folder / shots[-1]["file"]).read_text())
+    routes = Routes(topo.links, tables.switches, end_ports(topo, tables.owners))
+    name = {n.guid: (n.description or "") for n in topo.nodes}
+    hca = {(d.split(" ")[0], d.split(" ")[1]): (g, 1) for g, d in name.items() if " mlx5_" in d}
+    a, b = (r["host"] for r in job["reporters"])
+    out = set()
+    for src, dst in ((a, b), (b, a)):
+        for route in routes.routes(hca[(src, job["hca"])], hca[(dst, job["hca"])]):
+            for lk in route.links:
+                ends = [(name[lk.a_guid].split(";")[-1].split(":")[0], lk.a_port),
+                        (name[lk.b_guid].split(";")[-1].split(":")[0], lk.b_port)]
+                if all(n.startswith(("leaf", "spine")) for n, _ in ends):
+                    leaf, spine = sorted(ends, key=lambda e: not e[0].startswith("leaf"))
+                    out.add(f"{leaf[0]}:{leaf[1]}={spine[0]}:{spine[1]}")
+    return out
 
 
 def main() -> None:

@@ -224,6 +224,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         from auditor.simulate.scenario.routing import capture_name
 
         (out_dir / "lfts").mkdir(exist_ok=True)
+        routing.see_flaps(plan)
         shots = []
         for t, v in routing.captures(topology_at, total):
             rel = capture_name(clock, t, sc.days)

@@ -335,6 +335,12 @@ class _Routing:
 
     # ------------------------------------------------------------------ captures
 
+    def see_flaps(self, plan: _Plan) -> None:
+        """Take the plan's flaps as they are now for the captures: host reboots add the flaps
+        of their hosts' cables once the jobs are placed (no leaf-spine link: the SM's tables
+        stay what they were)."""
+        self.down = _Intervals(plan.flaps)
+
     def captures(self, first_at: float, total: float) -> list[tuple[float, int]]:
         """(capture time, version) of every capture: the first at `first_at`, then at each
         later tick of the sweep's minute at which the SM's switch routing differs from the
@@ -388,7 +394,8 @@ class _Routing:
             if ports is not None:
                 out += [head[lid] + port_text[ports[lid]] + tail[lid] for lid in lids]
             out.append(f"{len(lids)} valid lids dumped ")
-        out += ["", "*** WARNING ***: this command has been replaced by dump_fts", "", ""]
+        # dump_lfts.sh's trailer, byte for byte the ibsim capture's (tests/fixtures/dump_lfts)
+        out += ["", "*** WARNING ***: this command has been replaced by dump_fts", "", "", ""]
         # some leaf that was dumped has no route to it: traffic from there cannot reach it
         lid_hca = {h.lid: c for c, h in enumerate(fab.hcas)}
         unrouted = set(gone_hcas)
