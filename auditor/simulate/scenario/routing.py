@@ -12,8 +12,8 @@ Routing. Destination-based, as every LFT is (a DLID maps to one out port):
   Permutations on Real Life Fat Trees", 2010) with D the host's index, and what opensm's
   ftree engine assigns when a leaf has a multiple of S hosts: it routes each leaf's CAs in
   port order, each through the least-loaded up port group, the lowest index on a tie
-  (linux-rdma/opensm@3.3.24 opensm/osm_ucast_ftree.c:2800-2860 fabric_route_to_cns,
-  2472-2501 the choice, 2063-2087 port_group_compare_load_down), so the k-th host of a leaf
+  (linux-rdma/opensm@3.3.24 opensm/osm_ucast_ftree.c:2800-2870 fabric_route_to_cns,
+  2480-2501 the choice, 2071-2093 port_group_compare_load_down), so the k-th host of a leaf
   goes through the spine of index k mod S. It is the rule the job model always used
   (`fabric._Fabric.spine_for`): with `lfts` every job keeps the footprint it had without.
 - a leaf's LID: up through spine (leaf number mod S); a spine's LID: from each leaf straight
@@ -21,10 +21,10 @@ Routing. Destination-based, as every LFT is (a DLID maps to one out port):
   from one spine to another fails under both: reference/ibsim/routing.md).
 
 Reroutes. The trap of a port state change makes opensm force a heavy sweep at once
-(osm_trap_rcv.c:612-630; `sweep_on_trap` is TRUE by default, osm_subnet.c:1648); were the trap
+(osm_trap_rcv.c:613-630; `sweep_on_trap` is TRUE by default, osm_subnet.c:1648); were the trap
 lost, the light sweep every `sweep_interval` (10 s, include/opensm/osm_base.h:330;
 osm_sm.c:137-145) would find the change. A heavy sweep routes from scratch: every table reset to
-no path (osm_ucast_mgr.c:1114 -> osm_switch.c:642) and computed again (osm_state_mgr.c:1582-
+no path (osm_ucast_mgr.c:1117 -> osm_switch.c:642) and computed again (osm_state_mgr.c:1582-
 1588). Here a sweep lasts `sweep_s`, 2 ms per HCA port and at least 1 s (`opensm --once` took
 0.84 s with 640 hosts, 3.0 s with 1,920 and 9.3 s with 4,096 on ibsim: reference/ibsim timings);
 traps that come while one runs start one more after it. A sweep reads the links as they are when
@@ -34,7 +34,7 @@ it ends and sets the tables then, so a flap shorter than that changes no table.
   leaf moves to the next spine (mod S) that still has one, and a leaf whose uplink to that spine
   is down sends it through the next spine that reaches both. opensm recomputes every table
   instead (and to ftree a leaf with one up link fewer is no fat tree: it falls back to minhop,
-  osm_ucast_ftree.c:4233, osm_ucast_mgr.c:1129-1133), so a real reroute may move more
+  osm_ucast_ftree.c:4231-4238, osm_ucast_mgr.c:1129-1133), so a real reroute may move more
   destinations than this minimal one; the paths it gives avoid the dead link alike.
 - Back to normal when the link returns: the next heavy sweep computes the tables from scratch
   on the whole fabric again, and the engine is a function of the topology and the LIDs, so
@@ -58,8 +58,8 @@ came and went between two runs is not seen, as on a real fabric. (A site could h
 on opensm's routing event, OSM_EVENT_ID_UCAST_ROUTING_DONE, osm_state_mgr.c:1603, and miss none;
 that is a capture per sweep of the SM, nearly two per leaf-spine flap, 32 MB each with 64
 spines, 128 leaves and 16 hosts a leaf.) The text is dump_fts's (linux-rdma/rdma-core@v44.0
-infiniband-diags/dump_fts.c:314-373, 251-283 the info column): switches in the reverse of the
-order the fabric scan found them (libibnetdisc/ibnetdisc.c:730 prepends), each addressed by its
+infiniband-diags/dump_fts.c:299-374, 223-291 the info column): switches in the reverse of the
+order the fabric scan found them (libibnetdisc/ibnetdisc.c:730-731 prepend), each addressed by its
 directed route from the sweeping host's HCA (`DR path slid 0; dlid 0; 0,1,...`,
 libibmad/portid.c:55-131), then the script's trailer.
 """
