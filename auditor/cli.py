@@ -831,11 +831,17 @@ def simulate(
         "NODE_FAIL), slurm (slurm/events.txt: sacctmgr show event, slurm/slurmctld.log), boots "
         "(boots/<host>.txt: journalctl --list-boots) or both (default: both with --reboots, "
         "else none)")] = None,
+    lfts: Annotated[bool, typer.Option(
+        "--lfts", help="the switches' forwarding tables as the subnet manager sets them, in "
+        "dump_lfts.sh form (lfts/dump_lfts-<time>.txt, a capture whenever a minute's sweep "
+        "finds them changed), its reroutes around leaf-spine links that stay down, and jobs' "
+        "fates from the tables in effect; listed as lft_captures and reroutes in truth.json")
+    ] = False,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
-    maintenance; Slurm node events, slurmctld.log and boot records with --reboots) and its
-    ground truth (truth.json), for tests, demos and evaluation.
+    maintenance; Slurm node events, slurmctld.log and boot records with --reboots; forwarding
+    tables with --lfts) and its ground truth (truth.json), for tests, demos and evaluation.
 
     Example:
 
@@ -855,7 +861,7 @@ def simulate(
             channel_lines=channel_lines, launcher_prefixes=launcher_prefixes,
             sacct_steps=sacct_steps, lost_switch_logs=lost_switch_logs, optics=optics,
             ageing_optics=ageing_optics, harmless_flaps=harmless_flaps, reboots=reboots,
-            host_records=host_records, outcomes=outcomes):
+            host_records=host_records, outcomes=outcomes, lfts=lfts):
         _out(line)
 
 

@@ -43,6 +43,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from auditor.analyse.paths import Routes, end_ports
+from auditor.parse.dump_lfts import parse_dump_lfts
+from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.simulate.evaluate import Score, evaluate
 from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
@@ -50,6 +53,12 @@ SIZES = [(4, 8, 8), (8, 16, 16), (16, 32, 16), (32, 64, 16), (64, 128, 16)]
 # 8 rails: leaves come in groups of 8, so 32, 64 and 128 hosts.
 REALISTIC_SIZES = [(8, 16, 16), (8, 32, 16), (16, 64, 16)]
 # Host reboots (issue #20): (setting, options, sizes); `host_reboots` is added from --reboots.
+# 64 spines (issue #23): (spines, leaves, hosts per leaf); one silent uplink, no other bad cable
+SPINES64_SIZES = [(64, 2, 32), (64, 4, 16), (64, 4, 32)]
+SPINES64: ScenarioOptions = {"silent_uplink": True, "frequent_flappers": 0, "rare_flappers": 0,
+                             "symbol_error_cables": 0}
+# With --lfts the old kind stops before 64 x 128 x 16 (about 1 GB of captures a day).
+LFT_SIZES = SIZES[:4]
 REBOOT_SETTINGS: list[tuple[str, ScenarioOptions, list[tuple[int, int, int]]]] = [
     ("1 rail, NODE_FAIL only", {"host_records": "none"}, [(4, 8, 8), (8, 16, 16)]),
     ("8 rails, realistic, no host records", {**REALISTIC, "host_records": "none"},
@@ -67,8 +76,9 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
         options = {**options, "harmless_flaps": harmless}
     print(f"\n{kind} scenarios{' (job logs matched by host and time)' if match_logs else ''}"
           f"{f' with {harmless} harmless link(s)' if harmless else ''}")
+    lft = bool(options.get("lfts"))
     print(f"{'fabric':>14} {'seed':>4} {'K':>3} {'recall@K':>8} {'false':>5} {'switch':>6} "
-          f"{'naive':>6} {'n.false':>7} {'time':>6}"
+          f"{'naive':>6} {'n.false':>7} {'time':>6}" + (f" {'lft':>4}" if lft else "")
           + ("  before: recall false | harmless ranks before -> after" if harmless else ""))
     for spines, leaves, hosts in sizes:
         for seed in seeds:
@@ -92,6 +102,7 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
                   f"{score.recall:>8.2f} {len(score.false_blames):>5} "
                   f"{'yes' if one_switch else 'NO':>6} {score.naive_recall:>6.2f} "
                   f"{score.naive_false_blames:>7} {took:>5.1f}s"
+                  + (f" {score.lfts_ingested:>4}" if lft else "")
                   + (before.add(score, truth) if harmless else ""))
             for blame in score.false_blames:
                 print(f"      false blame: {blame}")
@@ -197,14 +208,77 @@ def run_reboots(setting: str, sizes: list[tuple[int, int, int]], seeds: list[int
           f"(mean gap {statistics.mean(gaps):+.0%})")
 
 
+def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: ScenarioOptions,
+                 match_logs: bool) -> None:
+    found = runs = 0
+    print(f"\n64 spines: one leaf uplink that killed one job, seen only in that job's errors"
+          f"{' (job logs matched by host and time)' if match_logs else ''}")
+    print(f"{'fabric':>14} {'seed':>4} {'rank':>5} {'cands':>5} {'path':>5} {'false':>5} "
+          f"{'lft':>4} {'time':>6}  first link suspect / the uplink")
+    for spines, leaves, hosts in sizes:
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp) / "scenario"
+                t = time.perf_counter()
+                generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
+                         **options)
+                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
+                took = time.perf_counter() - t
+                killed = [j for j in truth["network_failed_jobs"]
+                          if j["culprit_cause"] == "silent_stall"]
+                path = _path_uplinks(folder, truth, killed[0])
+            (rank,) = score.bad_ranks
+            runs += 1
+            found += rank == 1
+            # one rail: host node-N sits under leaf (N - 1) // hosts (fabric.py); without routes
+            # every uplink of the killed job's leaves may have carried the broken connection
+            under = {(int(n.rsplit("-", 1)[1]) - 1) // hosts for n in killed[0]["nodes"]}
+            cands = spines * len(under)
+            first = score.top[0] if score.top else "-"
+            cell = "-" if path is None else (
+                f"{len(path)}{'' if killed[0]['culprit_link'] in path else '*'}")
+            print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {rank or '-':>5} {cands:>5} "
+                  f"{cell:>5} {len(score.false_blames):>5} {score.lfts_ingested:>4} {took:>5.1f}s  "
+                  f"{first} / {truth['bad_cables'][0]['link']}")
+    print(f"\n64 spines: the stalled uplink was the top link suspect in {found}/{runs} runs "
+          "(target: every run)")
+
+
+def _path_uplinks(folder: Path, truth: dict[str, Any], job: dict[str, Any]) -> set[str] | None:
+    """The leaf-spine links the job's broken connection crossed, both ways, in the last
+    forwarding-table capture before the stall (None without captures), named as truth names
+    links (`<leaf>:<port>=<spine>:<port>`)."""
+    shots = [c for c in truth.get("lft_captures", []) if c["at"] <= job["flap_down_at"]]
+    if not shots:
+        return None
+    topo = parse_ibnetdiscover((folder / "topology" / "ibnetdiscover.txt").read_text())
+    tables = parse_dump_lfts((folder / shots[-1]["file"]).read_text())
+    routes = Routes(topo.links, tables.switches, end_ports(topo, tables.owners))
+    name = {n.guid: (n.description or "") for n in topo.nodes}
+    hca = {(d.split(" ")[0], d.split(" ")[1]): (g, 1) for g, d in name.items() if " mlx5_" in d}
+    a, b = (r["host"] for r in job["reporters"])
+    out = set()
+    for src, dst in ((a, b), (b, a)):
+        for route in routes.routes(hca[(src, job["hca"])], hca[(dst, job["hca"])]):
+            for lk in route.links:
+                ends = [(name[lk.a_guid].split(";")[-1].split(":")[0], lk.a_port),
+                        (name[lk.b_guid].split(";")[-1].split(":")[0], lk.b_port)]
+                if all(n.startswith(("leaf", "spine")) for n, _ in ends):
+                    leaf, spine = sorted(ends, key=lambda e: not e[0].startswith("leaf"))
+                    out.add(f"{leaf[0]}:{leaf[1]}={spine[0]}:{spine[1]}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="default 1 2 3 (1-10 for --kind reboot)")
     ap.add_argument("--quick", action="store_true", help="only the two smallest sizes")
-    ap.add_argument("--kind", choices=("old", "realistic", "both", "reboot"), default="both",
-                    help="the default scenarios, the REALISTIC preset, both (default), or the "
-                         "three host-reboot settings (issue #20)")
+    ap.add_argument("--kind", choices=("old", "realistic", "both", "reboot", "spines64"),
+                    default="both",
+                    help="the default scenarios, the REALISTIC preset, both (default), the "
+                         "three host-reboot settings (issue #20), or one uplink that killed one "
+                         "job on 64 spines (issue #23)")
     ap.add_argument("--match-logs", action="store_true",
                     help="ingest the job logs without their job ids (matched by host and time)")
     ap.add_argument("--harmless", type=int, default=0, metavar="N",
@@ -212,20 +286,28 @@ def main() -> None:
                          "evidence (#15)")
     ap.add_argument("--reboots", type=int, default=3, metavar="N",
                     help="--kind reboot: hosts that crash per scenario (default 3)")
+    ap.add_argument("--lfts", action="store_true",
+                    help="every scenario with its switches' forwarding tables (issue #23)")
     args = ap.parse_args()
+    extra: ScenarioOptions = {"lfts": True} if args.lfts else {}
     if args.kind == "reboot":
         for setting, options, sizes in REBOOT_SETTINGS:
             run_reboots(setting, sizes[:1] if args.quick else sizes,
                         args.seeds or list(range(1, 11)),
-                        {**options, "host_reboots": args.reboots}, args.match_logs)
+                        {**options, **extra, "host_reboots": args.reboots}, args.match_logs)
+        return
+    if args.kind == "spines64":
+        run_spines64(SPINES64_SIZES[:1] if args.quick else SPINES64_SIZES,
+                     args.seeds or list(range(1, 11)), {**SPINES64, **extra}, args.match_logs)
         return
     args.seeds = args.seeds or [1, 2, 3]
+    sizes = LFT_SIZES if args.lfts else SIZES
     if args.kind in ("old", "both"):
-        run_kind("old", SIZES[:2] if args.quick else SIZES, args.seeds, {}, args.match_logs,
+        run_kind("old", sizes[:2] if args.quick else sizes, args.seeds, extra, args.match_logs,
                  args.harmless)
     if args.kind in ("realistic", "both"):
         run_kind("realistic", REALISTIC_SIZES[:2] if args.quick else REALISTIC_SIZES,
-                 args.seeds, REALISTIC, args.match_logs, args.harmless)
+                 args.seeds, {**REALISTIC, **extra}, args.match_logs, args.harmless)
 
 
 if __name__ == "__main__":

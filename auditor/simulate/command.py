@@ -16,7 +16,7 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
                  channel_lines: bool | None, launcher_prefixes: bool | None,
                  sacct_steps: bool | None, lost_switch_logs: int | None, optics: bool,
                  ageing_optics: int | None, harmless_flaps: int | None, reboots: int | None,
-                 host_records: str | None, outcomes: bool) -> list[str]:
+                 host_records: str | None, outcomes: bool, lfts: bool = False) -> list[str]:
     """Write the scenario the options describe under `out`; the lines to print. A value the
     scenario refuses is an AuditorError (exit 2) naming it."""
     lines: list[str] = []
@@ -41,6 +41,8 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
         options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
         if outcomes:
             options["outcomes"] = True
+        if lfts:
+            options["lfts"] = True
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
@@ -51,9 +53,11 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
     crashed = (f", {len(truth.host_reboots)} host reboot(s) killing "
                f"{len(truth.host_failed_jobs)} job(s) (host records: {truth.host_records})"
                if truth.host_reboots else "")
+    tables = (f", {len(truth.lft_captures)} forwarding-table capture(s) and "
+              f"{len(truth.reroutes)} reroute(s) in {out / 'lfts'}" if lfts else "")
     lines.append(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
                  f"{len(truth.switch_reboots)} switch reboot(s){crashed}, {truth.jobs_total} "
-                 f"jobs{ageing}; ground truth in {out / 'truth.json'}")
+                 f"jobs{ageing}{tables}; ground truth in {out / 'truth.json'}")
     if outcomes:
         campaign = json.loads((out / "truth.json").read_text(encoding="utf-8"))["outcomes"]
         swaps = [s for f in campaign["faults"] for s in f["swaps"]]

@@ -16,6 +16,12 @@ network-caused jobs, `network_jobs_truth` truth's. The site's host records (slur
 slurm/slurmctld.log, boots/<host>.txt) are ingested through the kinds in `HOST_RECORDS` that
 the ingest offers, so the same code scores before and after the ingest knows them; which were
 ingested is in `host_records_ingested`.
+
+Forwarding tables (`lfts`, issue #23): a scenario's `lfts/dump_lfts-*.txt` captures are
+ingested as `--kind lfts` at their capture times (truth's `lft_captures`) when the ingest offers
+that kind, the same guard; `lfts_ingested` counts them. `bad_ranks` is each bad cable's rank
+among the link suspects (truth's order), so a scenario with one bad cable (`silent_uplink`)
+says whether it is the top link suspect.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from typing import Any
 
 from auditor.analyse.pipeline import rank_window
 from auditor.analyse.rank import as_json, rank
+from auditor.ingest.captures import KINDS as CAPTURE_KINDS
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JOB_KINDS, JobOptions, ingest_job_files
@@ -61,6 +68,9 @@ class Score:
     network_jobs: int = 0  # the ranking's network-caused jobs (`jobs.network`)
     network_jobs_truth: int = 0
     host_records_ingested: list[str] = field(default_factory=list)
+    # forwarding tables (issue #23)
+    lfts_ingested: int = 0  # captures ingested (0 while the ingest has no `lfts` kind)
+    bad_ranks: list[int | None] = field(default_factory=list)  # per bad cable, truth's order
 
 
 # The host records a scenario may hold (issue #20): (ingest kind, files, one host per file).
@@ -76,14 +86,18 @@ def _link(ends: list[dict[str, Any]]) -> LinkId:
     return frozenset((e["name"], e["port"]) for e in ends)
 
 
-def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str, Any]:
+def load_scenario(folder: Path, db: Path, match_logs: bool = False,
+                  lfts: bool = True) -> dict[str, Any]:
     """Ingest every file of a generated scenario into `db`; returns the ground truth. Job logs
     are ingested one by one under their job id (the file name), or with `match_logs` all
-    together without one, so the auditor has to match them to jobs by host and time."""
+    together without one, so the auditor has to match them to jobs by host and time. `lfts`
+    False leaves the forwarding-table captures out (the same scenario ranked without them)."""
     truth: dict[str, Any] = json.loads((folder / "truth.json").read_text())
     topo_at = parse_instant(truth["topology_at"])
     with Store(db) as store:
         ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"], at=topo_at)
+        if lfts:
+            load_lfts(store, folder, truth)
         for snap in truth["snapshots"]:
             ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
         ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(),
@@ -107,12 +121,33 @@ def load_scenario(folder: Path, db: Path, match_logs: bool = False) -> dict[str,
 
 
 def offered(kind: str) -> str | None:
-    """Which ingester takes `kind` ("jobs" or "logs"), None while the ingest has no such kind."""
+    """Which ingester takes `kind` ("captures", "jobs" or "logs"), None while the ingest has
+    no such kind."""
+    if kind in CAPTURE_KINDS[1:]:  # the first is "auto"
+        return "captures"
     if kind in JOB_KINDS:
         return "jobs"
     if kind in LOG_KINDS:
         return "logs"
     return None
+
+
+def load_lfts(store: Store, folder: Path, truth: dict[str, Any]) -> int:
+    """An `lfts` scenario's forwarding-table captures into the store, each as `auditor ingest
+    --kind lfts --at <its capture time>` reads it, when the ingest offers the kind; how many."""
+    captures = truth.get("lft_captures", [])
+    where = offered("lfts")
+    if not captures or where is None:
+        return 0
+    for cap in captures:
+        path, at = folder / cap["file"], parse_instant(cap["at"])
+        if where == "captures":
+            ingest_files(store, [path], kind="lfts", at=at)
+        elif where == "jobs":
+            ingest_job_files(store, [path], "lfts", JobOptions(), now=at)
+        else:
+            ingest_logs(store, [path], "lfts", LogOptions(), now=at)
+    return len(captures)
 
 
 def load_host_records(store: Store, folder: Path, now: datetime) -> list[str]:
@@ -146,9 +181,9 @@ def naive_ranking(folder: Path) -> list[LinkId]:
     return [frozenset({port}) for port, _ in down.most_common()]
 
 
-def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = False
-             ) -> tuple[Score, dict[str, Any]]:
-    truth = load_scenario(folder, db, match_logs)
+def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = False,
+             lfts: bool = True) -> tuple[Score, dict[str, Any]]:
+    truth = load_scenario(folder, db, match_logs, lfts)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:
@@ -156,6 +191,8 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = Fa
     score = _score(folder, truth, ranking.as_json())
     score.host_records_ingested = [kind for kind, pattern, _ in HOST_RECORDS
                                    if offered(kind) and any(folder.glob(pattern))]
+    if lfts and offered("lfts"):
+        score.lfts_ingested = len(truth.get("lft_captures", []))
     if before:
         ev = ranking.evidence
         for le in ev.links.values():
@@ -204,6 +241,7 @@ def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score
     score.network_jobs_truth = len(truth["network_failed_jobs"])
     ranks = {_link(s["ends"]): i for i, s in enumerate(links, 1)}
     score.harmless_ranks = [ranks.get(h) for h in harmless]
+    score.bad_ranks = [ranks.get(b) for b in bad]
     naive = naive_ranking(folder)[:k]
     # A naive entry is one switch port; it "finds" a bad cable when it names one of its ends.
     score.naive_recall = sum(1 for b in bad if any(n <= b for n in naive)) / k if k else 1.0

@@ -30,6 +30,9 @@ writes, in the formats the auditor's parsers read (provenance next to each write
     slurm/slurmctld.log                  slurmctld's log (`host_records` slurm or both)
     boots/<host>.txt                     `journalctl --list-boots` of every host
                                          (`host_records` boots or both)
+    lfts/dump_lfts-<time>.txt            `dump_lfts.sh` of every switch's forwarding table: beside
+                                         the topology snapshot, then whenever a minute's sweep
+                                         finds the subnet manager changed them (`lfts` only)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:
@@ -41,11 +44,13 @@ The parts; each module imports only modules listed above it:
     fabric.py      the fat tree or rails: names, GUIDs, LIDs, links; ibnetdiscover, site files
     faults.py      the fault plan, the counters it moves, the switches whose logs are lost
     optics.py      transceivers that age before they flap, and their `ethtool -m` text
+    routing.py     `lfts`: the subnet manager's forwarding tables, its reroutes, the captures
     campaign.py    the outcomes campaign: faults over weeks, the swaps, lots and a bad one
     formats.py     switch syslog, ibqueryerrors, job logs (NCCL per release, PyTorch, launchers)
     jobs.py        placement, each job's fate, sacct
     harmless.py    `harmless_flaps`: sound links whose long flaps are absorbed, their truth, the
                    logs of the completed jobs that crossed them
+    silent.py      `silent_uplink`: a leaf uplink that stalls once and kills one job, unseen
     reboots.py     `host_reboots`: hosts that crash under a running job (its end, its peers'
                    NCCL lines, slurmctld's view); the site's host records (`host_records`)
     generator.py   `generate`, `write_scenario`, the ground truth, `REALISTIC`
@@ -56,6 +61,11 @@ options draw from streams of their own: a job's fate does not depend on `info_sh
 `optics` is off by default; then nothing of it is drawn and the files are what they were before.
 `outcomes` is off by default; then nothing of it is drawn and the files are what they were.
 `host_reboots` is off by default (and `host_records` then "none"); likewise.
+`lfts` and `silent_uplink` are off by default; likewise. With `lfts` the job model reads the
+footprint of a job from the forwarding tables in effect (routing.py): they give every job the
+footprint it has without, until the subnet manager routes around a dead leaf-spine link, so the
+fates differ only for jobs that hit a flap while the routes avoided a dead link (and the draws
+of the jobs after such a one).
 """
 
 from __future__ import annotations

@@ -84,6 +84,9 @@ class _Plan:
     ports: dict[_PortKey, _PortCounters] = field(default_factory=dict)
     resets: dict[_NodeKey, list[float]] = field(default_factory=dict)
     harmless: list[tuple[int, str, list[_Flap]]] = field(default_factory=list)  # link, cause
+    # stalls of `silent_uplink`: they kill like flaps but no switch logs them, no counter
+    # moves and the SM never hears of them, so they are not in `flaps`
+    silent: list[_Flap] = field(default_factory=list)
 
     def port(self, key: _PortKey) -> _PortCounters:
         pc = self.ports.get(key)

@@ -88,6 +88,19 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     # The outcomes campaign (#15) adds its flaps before anything reads the plan; its own stream.
     campaign = plan_campaign(sc, fab, plan, rng_for("outcomes")) if sc.outcomes else None
     _plan_harmless(sc, fab, plan, rng_for("harmless"))
+    routing = None
+    if sc.lfts:
+        # The SM's tables over the window follow from the leaf-spine flaps, all planned now
+        # (host reboots add host flaps only). Imported here: numpy only when asked for.
+        from auditor.simulate.scenario.routing import _Routing
+
+        routing = _Routing(fab, plan)
+    if sc.silent_uplink:
+        from auditor.simulate.scenario.silent import plan_silent
+
+        plan_silent(sc, fab, plan, rng_for("silent"),
+                    lambda: _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"), None, routing),
+                    routing)
     rng_log = rng_for("logs")
     skew = [round(rng_log.uniform(-1, 1) * sc.max_clock_skew_s, 3) for _ in fab.switches]
 
@@ -98,9 +111,10 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
                   *(out_dir / "optics").glob("*/mlx5_*.txt"),
                   *(out_dir / "boots").glob("*.txt"),
                   *(out_dir / "slurm").glob("events.txt"),
-                  *(out_dir / "slurm").glob("slurmctld.log")]:
+                  *(out_dir / "slurm").glob("slurmctld.log"),
+                  *(out_dir / "lfts").glob("dump_lfts-*.txt")]:
         stale.unlink()
-    for folder in (out_dir / "boots", out_dir / "slurm"):
+    for folder in (out_dir / "boots", out_dir / "slurm", out_dir / "lfts"):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()  # host_records: a folder only where the site keeps the records
 
@@ -115,7 +129,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         for attempt in range(ATTEMPTS):
             planner = _Planner(sc, fab, plan, clock, ctl,
                                rng_for("reboots" if attempt == 0 else f"reboots:{attempt}"))
-            jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"), planner)
+            jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"), planner, routing)
             if planner.complete:
                 break
         else:
@@ -124,7 +138,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
         assert planner is not None  # noqa: S101 - set in the loop
         planner.apply(plan)
     else:
-        jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"))
+        jobs = _schedule_jobs(sc, fab, plan, clock, rng_for("jobs"), None, routing)
     killed = {j.culprit for j in jobs if j.culprit is not None}
     lost = _lost_switches(sc, fab, plan, killed, rng_for("lost"))
     arrays: list[str] = []
@@ -139,7 +153,7 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
                 if job.other is not None:
                     job.other = replace(job.other, job_id=job.sacct_id)
 
-    harmless = _harmless_truth(fab, plan, jobs, clock, rng_for("harmless-logs"))
+    harmless = _harmless_truth(fab, plan, jobs, clock, rng_for("harmless-logs"), routing)
 
     topology_at = 120.0 + rng_log.uniform(0, 60)
     write("topology/ibnetdiscover.txt", _ibnetdiscover(fab, clock.at(topology_at)))
@@ -204,6 +218,21 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     truth = replace(_truth(sc, fab, plan, jobs, clock, skew, topology_at, snapshots, maint, lost,
                            arrays, het, ageing), harmless_links=harmless,
                     host_reboots=crashes, host_failed_jobs=host_failed, host_records=sc.records)
+    if routing is not None:
+        # The tables the sweep would capture: beside the topology snapshot, and after each
+        # change the SM made (routing.py); every flap is planned by now (host reboots too).
+        from auditor.simulate.scenario.routing import capture_name
+
+        (out_dir / "lfts").mkdir(exist_ok=True)
+        routing.see_flaps(plan)
+        shots = []
+        for t, v in routing.captures(topology_at, total):
+            rel = capture_name(clock, t, sc.days)
+            text, absent, unrouted = routing.dump(v, t)
+            write(rel, text)
+            shots.append((t, v, rel, absent, unrouted))
+        info, captures, reroutes = routing.truth(clock, shots, plan)
+        truth = replace(truth, routing=info, lft_captures=captures, reroutes=reroutes)
     data = truth.to_json()
     if campaign is not None:
         write("replacements.csv", campaign.replacements_csv(fab, clock))

@@ -9,7 +9,10 @@ maintenance, reseat or background counter touches. LinkDownedCounter counts them
 log shows them; truth.json lists them under `harmless_links` (not `bad_cables`) with, per flap,
 the jobs whose traffic crossed it: on a host cable the job on that host, on a leaf uplink the
 jobs with hosts under the leaf and outside it (adaptive routing spreads the flows leaving a
-leaf over all its uplinks).
+leaf over all its uplinks). The leaf uplinks imply that the site runs adaptive routing. With
+`lfts` a leaf uplink's `crossed_by` is route-exact: the jobs whose connections' routes in the
+forwarding tables of the moment crossed it (the flows AR then moved to the leaf's other
+uplinks), and `ar_crossed_by` holds the jobs AR could have put on it (the set above).
 
 The COMPLETED jobs that crossed one of these flaps also leave a log, as a site that keeps every
 job's output has: NCCL's start-up lines in the job's own style (at INFO the `NET/IB : Using`
@@ -25,7 +28,7 @@ from auditor.simulate.scenario.clock import _Clock
 from auditor.simulate.scenario.fabric import _Fabric
 from auditor.simulate.scenario.faults import _Flap, _Plan, _port_keys, _spaced_times
 from auditor.simulate.scenario.formats import _JobLogs
-from auditor.simulate.scenario.jobs import _Job
+from auditor.simulate.scenario.jobs import _Job, _Routes
 from auditor.simulate.scenario.options import (
     CAUSE_ADAPTIVE_ROUTING,
     CAUSE_PORT_FAILOVER,
@@ -78,7 +81,8 @@ def _plan_harmless(sc: Scenario, fab: _Fabric, plan: _Plan, rng: random.Random) 
 
 
 def _crossed(fab: _Fabric, link: int, f: _Flap, jobs: list[_Job]) -> list[_Job]:
-    """The jobs running through the whole flap whose traffic crossed the link."""
+    """The jobs running through the whole flap whose traffic crossed the link (on a leaf
+    uplink: could have, adaptive routing spreading the flows that leave the leaf)."""
     lk = fab.links[link]
     out = []
     for job in jobs:
@@ -96,8 +100,10 @@ def _crossed(fab: _Fabric, link: int, f: _Flap, jobs: list[_Job]) -> list[_Job]:
 
 
 def _harmless_truth(fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Clock,
-                    rng: random.Random) -> tuple[HarmlessLink, ...]:
-    """The truth records, and a log for each COMPLETED job that crossed a harmless flap."""
+                    rng: random.Random, routes: _Routes | None = None
+                    ) -> tuple[HarmlessLink, ...]:
+    """The truth records, and a log for each COMPLETED job that crossed a harmless flap (the
+    same jobs with or without `routes`: the route-exact ones are among them)."""
     logs = _JobLogs(fab, clock, rng)
     out = []
     for link, cause, flaps in plan.harmless:
@@ -106,10 +112,15 @@ def _harmless_truth(fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Clock,
                           key=lambda j: j.job_id):
             if job.state == "COMPLETED" and job.log is None:
                 job.log = logs.render(job, logs.header(job))
+        spread: tuple[tuple[str, ...], ...] | None = None
+        if routes is not None and fab.links[link].hca is None:
+            spread = tuple(tuple(j.label for j in c) for c in crossed)
+            crossed = [[j for j in c if routes.ring_pair(j.hosts, link, f.down) is not None]
+                       for c, f in zip(crossed, flaps, strict=True)]
         out.append(HarmlessLink(
             fab.link_id(link), "host" if fab.links[link].hca is not None else "switch", cause,
             fab.ends(link),
             tuple(Interval(clock.at(f.down), clock.at(f.up), round(f.up - f.down, 6))
                   for f in flaps),
-            tuple(tuple(j.label for j in c) for c in crossed)))
+            tuple(tuple(j.label for j in c) for c in crossed), spread))
     return tuple(out)

@@ -1,7 +1,9 @@
 """Jobs (10 min - 6 h, 2-64 nodes, about 80 % of the node-hours unless `jobs_per_day` is set; nodes
 picked as a run of free neighbours or at random): a job's footprint is its hosts' HCA links plus
 the leaf-spine links its NCCL ring crosses (one ring per rail over the hosts in job order; traffic
-to a host goes down through spine `host index mod spines`, as D-mod-K fat-tree routing does).
+to a host goes down through spine `host index mod spines`, as D-mod-K fat-tree routing does;
+with `lfts`, the links those connections cross in the forwarding tables in effect when a flap
+hits the job, routing.py: the same until the subnet manager routes around a dead link).
 Each job draws an NCCL release from `nccl_versions` and an NCCL_IB_TIMEOUT from `ib_timeouts`
 (None: the release's default, 14 up to 2.13, 18 up to 2.22, 20 after; a number: set by
 environment). Its death time is 4.096 us x 2^timeout x (NCCL_IB_RETRY_CNT 7 + 1): 8.59 s at 18,
@@ -85,6 +87,17 @@ class _Job:
         return self.sacct_id or str(self.job_id)
 
 
+class _Routes(Protocol):
+    """What the job model asks of `routing._Routing` (`lfts`): which connection of a ring
+    crosses a leaf-spine link in the forwarding tables in effect at a time."""
+
+    def ring_pair(self, hosts: list[int], link: int, at: float) -> tuple[int, int, int] | None:
+        """The first (host, peer host, rail) of the ring over `hosts` crossing `link`."""
+
+    def ring_links(self, hosts: list[int], at: float) -> dict[int, tuple[int, int, int]]:
+        """Each leaf-spine link the ring over `hosts` crosses -> its first (host, peer, rail)."""
+
+
 class _Outages(Protocol):
     """What the scheduler asks of `reboots._Planner` (named here so jobs sits below it)."""
 
@@ -94,9 +107,12 @@ class _Outages(Protocol):
 
 
 def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
-                   rng: random.Random, outages: _Outages | None = None) -> list[_Job]:
+                   rng: random.Random, outages: _Outages | None = None,
+                   routes: _Routes | None = None) -> list[_Job]:
     """Place the jobs in arrival order and decide each one's fate. `outages` (host_reboots)
-    sees each job once its fate is decided and may crash one of its hosts."""
+    sees each job once its fate is decided and may crash one of its hosts. `routes` (lfts):
+    the leaf-spine links a job's traffic crosses come from the forwarding tables of the moment
+    instead of `_Fabric.ring_links`."""
     total = sc.days * 86400.0
     n_hosts = len(fab.hosts)
     sizes = [(s, w) for s, w in zip(_JOB_SIZES, _JOB_SIZE_WEIGHTS, strict=True)
@@ -112,7 +128,8 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
     shortest = min(nccl_death_s(ib_timeout_default(v) if t is None else t)
                    for v in sc.nccl_versions for t in sc.ib_timeouts)
     # An absorbed flap (harmless_flaps) kills nobody, however long.
-    killers = sorted((f for f in plan.flaps if f.up - f.down > min(shortest, _LONG_FLAP_S)
+    killers = sorted((f for f in [*plan.flaps, *plan.silent]
+                      if f.up - f.down > min(shortest, _LONG_FLAP_S)
                       and f.cause not in ABSORBED_CAUSES), key=lambda f: (f.down, f.link))
     host_flaps: dict[int, list[_Flap]] = {}
     for f in plan.flaps:
@@ -162,7 +179,7 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
         style = _job_style(sc, random.Random(f"{sc.seed}:joblog:{job_id}"))  # noqa: S311
         job = _Job(job_id, f"{rng.choice(_JOB_NAMES)}-{rng.randint(1, 99):02d}",
                    sorted(chosen), start, start + round(dur), style, submit=a)
-        outlived = _decide(sc, fab, job, killers, host_flaps, logs, rng)
+        outlived = _decide(sc, fab, job, killers, host_flaps, logs, rng, routes)
         # A crashed host is DOWN in Slurm until an admin resumes it: no job takes it before.
         crashed = outages.consider(job) if outages is not None else None
         until = job.end if job.end is not None else total
@@ -179,7 +196,7 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
 
 def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
             host_flaps: dict[int, list[_Flap]], logs: _JobLogs,
-            rng: random.Random) -> list[float]:
+            rng: random.Random, routes: _Routes | None = None) -> list[float]:
     """Set the job's fate: the earliest of a network death, a GPU failure, a cancel. A flap on
     the job's footprint kills it when the link stays down longer than the job's death time
     (its NCCL_IB_TIMEOUT); the completion error comes that long after the flap (after the
@@ -214,9 +231,12 @@ def _decide(sc: Scenario, fab: _Fabric, job: _Job, killers: list[_Flap],
             pair: tuple[int, int, int] | None = (
                 hca.host, job.hosts[(i + 1) % len(job.hosts)], hca.rail)
         else:
-            if ring is None:
-                ring = fab.ring_links(job.hosts)
-            pair = ring.get(f.link)
+            if routes is not None:  # the tables in effect when the flap hit the job
+                pair = routes.ring_pair(job.hosts, f.link, eff)
+            else:
+                if ring is None:
+                    ring = fab.ring_links(job.hosts)
+                pair = ring.get(f.link)
             if pair is None:
                 continue
         assert pair is not None  # noqa: S101 - set on both branches

@@ -38,6 +38,9 @@ CAUSE_PORT_FAILOVER = "port_failover"  # a host's HCA cable; NCCL moves the rail
 ABSORBED_CAUSES = frozenset({CAUSE_ADAPTIVE_ROUTING, CAUSE_PORT_FAILOVER})
 # A host that crashed and rebooted undeclared (`host_reboots`, reboots.py): every rail drops.
 CAUSE_HOST_REBOOT = "host_reboot"
+# A leaf uplink that stops passing traffic once without going down (`silent_uplink`): no port
+# event, no counter, no trap to the SM; only the job whose traffic it carried sees it.
+FAULT_SILENT = "silent_stall"
 # What a site keeps of its hosts (`host_records`): only sacct's NODE_FAIL, Slurm's node events
 # and slurmctld.log, the hosts' boot records, or both.
 HOST_RECORDS = ("none", "slurm", "boots", "both")
@@ -79,6 +82,8 @@ class ScenarioOptions(TypedDict, total=False):
     harmless_flaps: int
     host_reboots: int
     host_records: str | None
+    lfts: bool
+    silent_uplink: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,13 @@ class Scenario:
     # "none"). 0 and None leave every file as it was.
     host_reboots: int = 0
     host_records: str | None = None
+    # The switches' forwarding tables (routing.py, issue #23): the subnet manager's routes,
+    # its reroutes around leaf-spine links that stay down, `lfts/dump_lfts-<time>.txt`
+    # captures, and jobs' fates from the tables in effect. False leaves every file as it was.
+    lfts: bool = False
+    # One leaf uplink that stalls once, long enough to kill exactly one job, and leaves no
+    # other trace (silent.py). False leaves every file as it was.
+    silent_uplink: bool = False
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -190,6 +202,9 @@ class Scenario:
             raise ValueError("host_reboots must be between 0 and a quarter of the hosts")
         if self.host_records is not None and self.host_records not in HOST_RECORDS:
             raise ValueError(f"host_records must be one of {', '.join(HOST_RECORDS)}")
+        if self.silent_uplink and self.leaves // self.hcas_per_host < 2:
+            raise ValueError("silent_uplink needs hosts under two leaves of a rail "
+                             "(leaves >= 2 x hcas_per_host)")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
         if self.switch_reboots > self.spines + self.leaves:
@@ -198,7 +213,7 @@ class Scenario:
         if min(counts.values()) < 0:
             raise ValueError("fault counts must be >= 0")
         cables = sum(counts[k] for k in (FAULT_FREQUENT, FAULT_RARE, FAULT_SYMBOL, CAUSE_RESEAT))
-        cables += self.harmless_flaps
+        cables += self.harmless_flaps + self.silent_uplink
         if cables > (self.host_links + self.switch_links) // 2:
             raise ValueError("too many faulty cables for this fabric")
         if counts[CAUSE_MAINTENANCE] > max(1, self.hosts // 4):
@@ -263,4 +278,8 @@ class Scenario:
             del out["host_reboots"]  # off: truth.json stays what it was before the option
         if self.host_records is None:
             del out["host_records"]
+        if not self.lfts:
+            del out["lfts"]  # off: truth.json stays what it was before the option
+        if not self.silent_uplink:
+            del out["silent_uplink"]
         return out

@@ -83,7 +83,40 @@ class HarmlessLink:
     mechanism: str  # adaptive_routing (a leaf uplink) or port_failover (an HCA cable)
     ends: tuple[End, End]
     flaps: tuple[Interval, ...]
-    crossed_by: tuple[tuple[str, ...], ...]  # per flap: the jobs whose traffic crossed it
+    # Per flap: the jobs whose traffic crossed it. A host cable: the jobs on its host. A leaf
+    # uplink: the jobs with hosts under the leaf and outside it (adaptive routing spreads the
+    # flows leaving the leaf over all its uplinks); with `lfts`, the jobs whose connections'
+    # routes in the tables of the moment crossed it (`ar_crossed_by` then holds the former).
+    crossed_by: tuple[tuple[str, ...], ...]
+    ar_crossed_by: tuple[tuple[str, ...], ...] | None = None  # lfts only (absent from JSON else)
+
+
+@dataclass(frozen=True, slots=True)
+class LftCapture:
+    """One `dump_lfts.sh` capture (`lfts`): the tables the subnet manager had set when it ran."""
+
+    file: str  # relative to the scenario directory
+    at: datetime  # when the capture ran
+    routed_at: datetime  # when the SM finished setting these tables (its sweep's end)
+    reason: str  # "initial", "reroute" (a link or switch left the routes), "restore"
+    avoids: tuple[str, ...]  # leaf-spine links the tables route around (down at that sweep)
+    absent_switches: tuple[str, ...]  # switches the dump could not reach (rebooting)
+    # HCA ports (`<host>/<mlx5_N>`) some dumped leaf has no route to (their cable is down, or
+    # every spine lost its link to their leaf)
+    unrouted: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reroute:
+    """A leaf-spine link down long enough for the subnet manager to route around it (`lfts`)."""
+
+    link: str
+    cause: str  # the cause of the flap (frequent_flaps, switch_reboot, adaptive_routing, ...)
+    down_at: datetime
+    up_at: datetime
+    rerouted_at: datetime  # the SM's tables without it were set
+    restored_at: datetime | None  # the SM's tables with it again were set (None: after the end)
+    captures: tuple[str, ...]  # the captures taken while the tables avoided it, and the next
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +278,11 @@ class GroundTruth:
     host_reboots: tuple[HostReboot, ...] = ()
     host_failed_jobs: tuple[HostFailedJob, ...] = ()
     host_records: str = "none"
+    # lfts only (absent from JSON else): how the tables were made, every capture, and the
+    # leaf-spine links the subnet manager routed around.
+    routing: dict[str, Any] | None = None
+    lft_captures: tuple[LftCapture, ...] = ()
+    reroutes: tuple[Reroute, ...] = ()
     schema: int = 1
 
     def to_json(self) -> dict[str, Any]:
@@ -256,6 +294,11 @@ class GroundTruth:
             del data["harmless_links"]  # the option off: truth.json as it was without it
         if not self.host_reboots and self.host_records == "none":
             del data["host_reboots"], data["host_failed_jobs"], data["host_records"]
+        if self.routing is None:
+            del data["routing"], data["lft_captures"], data["reroutes"]  # lfts off
+        for link in data.get("harmless_links", []):
+            if link["ar_crossed_by"] is None:
+                del link["ar_crossed_by"]
         return {"schema": data.pop("schema"), **_jsonable(data)}
 
 
