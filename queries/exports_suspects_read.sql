@@ -1,7 +1,8 @@
 -- `auditor fleet`: the suspects of one fabric's day in an export ($file: its one Parquet file,
 -- named literally; $fabric and $day come from its checked path, not from Hive partitioning).
 -- Every column is cast to what export writes, so a file of another shape fails here (the
--- caller warns and reads the rest); so does a time outside [$earliest, $latest).
+-- caller warns and reads the rest); so does a time outside [$earliest, $latest). At most
+-- $max_rows rows, best first: a file holding more is no day of export's (the caller warns).
 select $fabric as fabric, $day as day, rank, component, score, a_name, a_guid, a_port,
        a_label, b_name, b_guid, b_port, b_label, flaps, downtime_s, jobs_failed,
        gpu_hours_lost,
@@ -23,4 +24,5 @@ from (
            cast(action as varchar) as action, cast(evidence as varchar[]) as evidence
     from read_parquet($file, hive_partitioning = false)
 )
-order by rank;
+order by rank
+limit $max_rows;

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from auditor.analyse.evidence import Evidence
-from auditor.models import NodeType
+from auditor.models import NodeType, clip
 from auditor.store import Store
 
 SWITCH_LOG = "syslog"  # the origin of a switch's own log lines
@@ -39,6 +39,7 @@ MIN_PAIRS = 3  # fewer paired changes than this say nothing about a clock
 MISSING_SHARE = 0.5  # a switch that logged less than this share of its expected changes
 MIN_EXPECTED = 2  # ... out of at least this many
 NAMES_SHOWN = 8
+NAME_SHOWN = 64
 
 
 @dataclass
@@ -73,7 +74,8 @@ class Coverage:
 
 
 def _names(names: list[str]) -> str:
-    shown = ", ".join(names[:NAMES_SHOWN])
+    # Names are fabric and scheduler text (untrusted): each shown cut to NAME_SHOWN characters.
+    shown = ", ".join(clip(n, NAME_SHOWN) for n in names[:NAMES_SHOWN])
     return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
 
 

@@ -30,7 +30,15 @@ from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest import kinds
 from auditor.ingest.common import IngestResult, options_key, read_text
-from auditor.models import HostAddress, HostEventsResult, JobError, Location, MaintenanceWindow
+from auditor.models import (
+    ELLIPSIS,
+    HostAddress,
+    HostEventsResult,
+    JobError,
+    Location,
+    MaintenanceWindow,
+)
+from auditor.parse._hostevents import REASON_MAX
 from auditor.parse._jobs import CUT, JobsResult
 from auditor.portmap import PortMap
 from auditor.store import JobLogMeta, SourceMeta, Store
@@ -65,7 +73,15 @@ class JobOptions:
 _CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "slurm-events", "slurmctld",
                     "boots", "auto")
 NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
-_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD, CUT})  # issues of lines that were still read
+# Host names are at most 253 characters (RFC 1035; Slurm NodeNames are host names): a longer one
+# is no host. A host event's reason is cut where it is parsed (parse/_hostevents.REASON_MAX);
+# issue #21: every cut is counted.
+HOST_MAX = 253
+HOST_TOO_LONG = f"a host name over {HOST_MAX} characters"
+REASON_CUT = f"a reason over {REASON_MAX} characters: stored cut"
+
+
+_READ_ANYWAY = frozenset({NOT_UTF8, NUL_LEAD, CUT, REASON_CUT})  # lines still read
 
 
 def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
@@ -218,6 +234,8 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
             setattr(item, entry.records, entry.call(text, given))
         if kind == "boots":
             _refuse_empty_boots(item.host_events, text)
+        if item.host_events is not None:
+            _bound_host_events(item.host_events)
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     return item
@@ -238,10 +256,28 @@ def _refuse(path: Path, kind: str, text: str, opts: JobOptions) -> None:
 
 
 def _refuse_empty_boots(found: HostEventsResult | None, text: str) -> None:
+    """A host's boot records hold at least its current boot (journalctl --list-boots lists
+    it, `last -x` its `reboot system boot` record): a file with none is not boot records,
+    whatever date a line of it holds (an ibnetdiscover capture's header has one), and is
+    refused rather than stored empty (same content read as another kind would replace what that
+    kind stored)."""
     lines = _lines(text)
-    if found is not None and not found.events and len(found.unparsed) >= len(lines) and lines:
-        raise ParseError("boots", lines[0][0], lines[0][1], "not journalctl --list-boots or "
-                         "last -x output")
+    if found is not None and not found.events:
+        first = lines[0] if lines else (1, "")
+        raise ParseError("boots", first[0], first[1], "no boot, crash or shutdown record: not "
+                         "journalctl --list-boots or last -x output")
+
+
+def _bound_host_events(found: HostEventsResult) -> None:
+    kept = []
+    for e in found.events:
+        if len(e.host) > HOST_MAX:
+            found.unparsed.append((e.line_no, e.message[:200], HOST_TOO_LONG))
+            continue
+        if len(e.reason) == REASON_MAX and e.reason.endswith(ELLIPSIS):
+            found.unparsed.append((e.line_no, e.message[:200], REASON_CUT))
+        kept.append(e)
+    found.events = kept
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

@@ -312,13 +312,23 @@ class _Partition:
     path: Path
 
 
+# A day's ranking of one fabric holds hundreds of suspects (the 4,096-host scale benchmark's
+# busiest day: about 600); a partition with far more is not one export wrote, and reading all of
+# it would hold every row in memory (a 1 MB Parquet file can hold millions, issue #21).
+MAX_SUSPECTS_A_DAY = 20_000
+
+
 def _roots(exports: Sequence[Path]) -> list[Path]:
     """The export folders, each once after resolving (a folder given twice, or by two paths,
     would count every flap and suspect twice)."""
     roots: list[Path] = []
     for given in exports:
-        root = given.resolve()
-        if not root.is_dir():
+        try:
+            root = given.resolve()
+            folder = root.is_dir()
+        except (OSError, RuntimeError):  # a symlink loop, a path that cannot be followed
+            folder = False
+        if not folder:
             raise AuditorError(f"{given}: not an export folder (auditor export --out ...)")
         if root not in roots:
             roots.append(root)
@@ -358,7 +368,14 @@ def _partitions(roots: Sequence[Path], table: str, first: str, last: str,
     files: set[Path] = set()
     for root in roots:
         base = root / table
-        if not base.is_dir():
+        try:
+            present, is_folder = base.exists() or base.is_symlink(), base.is_dir()
+        except OSError:  # a symlink loop
+            present, is_folder = True, False
+        if not is_folder:
+            if present:
+                warnings.append(f"{base}: not a folder (a file, or a link that leads nowhere); "
+                                f"no {table} read from {root}")
             continue
         for folder in _listing(base, warnings):
             if folder.name.startswith(("_", ".")):
@@ -421,7 +438,13 @@ def fleet(exports: Sequence[Path], since: datetime, until: datetime) -> dict[str
     warnings: list[str] = []
     bounds = {"earliest": utc_naive(EARLIEST), "latest": utc_naive(LATEST)}
     suspects = _read("exports_suspects_read",
-                     _partitions(roots, "suspects", first, last, warnings), warnings, **bounds)
+                     _partitions(roots, "suspects", first, last, warnings), warnings,
+                     max_rows=MAX_SUSPECTS_A_DAY + 1, **bounds)
+    for part, found in suspects:
+        if len(found) > MAX_SUSPECTS_A_DAY:
+            warnings.append(f"{part.path}: more than {MAX_SUSPECTS_A_DAY} suspects in one day "
+                            "(export writes a day's ranking); the first by rank read")
+            del found[MAX_SUSPECTS_A_DAY:]
     counts = _read("exports_summary_read", _partitions(roots, "flaps", first, last, warnings),
                    warnings)
     fabrics: dict[str, dict[str, Any]] = {}

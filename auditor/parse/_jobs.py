@@ -7,6 +7,7 @@ Every helper here raises ValueError with a short reason; the parsers turn that i
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
@@ -78,18 +79,31 @@ def parse_slurm_time(text: str, tz: tzinfo) -> datetime | None:
     return parse_instant(text, tz)
 
 
+# Slurm's longest state name (job_state_string) is OUT_OF_MEMORY; a state this long is no state.
+STATE_MAX = 32
+# A host name is at most 253 characters (RFC 1035 names; Slurm NodeNames are host names).
+HOST_MAX = 253
+
+
 def parse_state(text: str) -> str:
-    m = _STATE_RE.match(text.strip())
-    if m is None:
-        raise ValueError(f"unrecognised job state {text!r}")
+    m = _STATE_RE.match(text.strip()) if len(text) <= STATE_MAX + 64 else None
+    if m is None or len(m.group(1)) > STATE_MAX:
+        raise ValueError(f"unrecognised job state {clip(text.strip(), 80)!r}")
     return m.group(1).upper()
+
+
+def _check_hosts(names: Sequence[str]) -> None:
+    if any(len(n) > HOST_MAX for n in names):
+        raise ValueError(f"a host name over {HOST_MAX} characters")
 
 
 def parse_nodelist(text: str) -> tuple[str, ...]:
     text = text.strip()
     if text in _NO_NODES:
         return ()
-    return tuple(expand_hostlist(text))
+    names = tuple(expand_hostlist(text))
+    _check_hosts(names)
+    return names
 
 
 def parse_nodelist_joined(text: str) -> tuple[str, int]:
@@ -97,7 +111,11 @@ def parse_nodelist_joined(text: str) -> tuple[str, int]:
     text = text.strip()
     if text in _NO_NODES:
         return "", 0
-    return joined_hostlist(text)
+    joined, count = joined_hostlist(text)
+    # only a joined list longer than one name can be may hold a name too long
+    if len(joined) > HOST_MAX:
+        _check_hosts(joined.split(","))
+    return joined, count
 
 
 def parse_node_count(count_text: str, column: str) -> str | None:

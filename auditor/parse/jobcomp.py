@@ -45,9 +45,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import Any, TypeVar
 
-from auditor.models import Job
+from auditor.models import Job, clip
 from auditor.parse._common import split_lines
 from auditor.parse._jobs import (
+    HOST_MAX,
     JobsResult,
     check_node_count,
     check_times,
@@ -59,7 +60,6 @@ from auditor.parse._jobs import (
     parse_state,
     too_long,
 )
-from auditor.parse.hostlist import expand_hostlist
 
 __all__ = ["JobsResult", "parse_jobcomp", "parse_jobs_jsonl"]
 
@@ -170,17 +170,22 @@ def _json_time(key: str, value: Any, tz: tzinfo) -> datetime | None:
     raise ValueError(f"{key}: expected an ISO-8601 string, epoch seconds or null")
 
 
+# A job id of another scheduler (Kubernetes: a pod or job name, at most 253 characters): a
+# longer one is no id.
+JOB_ID_MAX = 253
+
+
 def _json_nodes(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         try:
-            return tuple(expand_hostlist(value))
+            return parse_nodelist(value)
         except ValueError as exc:
             raise ValueError(f"nodes: {exc}") from None
     if isinstance(value, list):
         nodes: list[str] = []
         for name in value:
-            if not isinstance(name, str) or not _HOST_RE.match(name):
-                raise ValueError(f"nodes: not a host name: {name!r}")
+            if not isinstance(name, str) or not _HOST_RE.fullmatch(name) or len(name) > HOST_MAX:
+                raise ValueError(f"nodes: not a host name: {clip(str(name), 80)!r}")
             nodes.append(name)
         return tuple(nodes)
     raise ValueError("nodes: expected a list of host names or a hostlist string")
@@ -202,6 +207,8 @@ def _json_job(obj: Any, line_no: int, tz: tzinfo) -> Job:
     raw_id = obj["job_id"]
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
         raise ValueError("job_id: expected a non-empty string or an integer")
+    if len(str(raw_id).strip()) > JOB_ID_MAX:
+        raise ValueError(f"job_id: over {JOB_ID_MAX} characters")
     if not isinstance(obj["state"], str):
         raise ValueError("state: expected a string")
     state = parse_state(obj["state"])

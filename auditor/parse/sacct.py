@@ -76,7 +76,10 @@ _FIXED_HEADER_RE = re.compile(rf"^ *{_NAME}(?: +{_NAME})+ *$", re.ASCII)
 # 123 | 123_4 | 123_[5-9%2] | 123+1, then an optional .step (batch, extern, 0, interactive),
 # and for a step of a heterogeneous srun its component (`108.0+1`: slurm-23-11-10-1
 # src/common/log.c prints "+%u" after the step id).
-_JOB_ID = r"(?P<alloc>\d+(?:_\d+|_\[[^\]\s]*\]|\+\d+)?)(?:\.(?P<step>\w+)(?:\+\d+)?)?"
+# Slurm's job ids are 32-bit (slurm.h: uint32_t job_id), array task ids too: at most 10 digits
+# each (a longer "id" is no id: an attacker's or a broken line, refused like any other).
+_JOB_ID = (r"(?P<alloc>\d{1,10}(?:_\d{1,10}|_\[[^\]\s]{0,64}\]|\+\d{1,10})?)"
+           r"(?:\.(?P<step>\w{1,32})(?:\+\d{1,10})?)?")
 _JOB_ID_RE = re.compile(rf"^{_JOB_ID}$", re.ASCII)
 # The same for many ids, one a line: (alloc, step) per line, ("", "") for a line that is not one.
 _JOB_IDS_RE = re.compile(rf"^(?:{_JOB_ID}|.*)$", re.ASCII | re.MULTILINE)
@@ -216,7 +219,8 @@ class _Ids:
 
 def _read_ids(raw: list[str]) -> _Ids:
     digits = "".join(raw)
-    if digits.isascii() and digits.isdigit() and all(raw):  # sacct -X: allocations only
+    # sacct -X: allocations only (a 32-bit id has at most 10 digits)
+    if digits.isascii() and digits.isdigit() and all(raw) and max(map(len, raw)) <= 10:
         return _Ids(raw, {}, set(), set(raw))
     found = _Ids(list(map(str.strip, raw)), {}, set(), set())
     # sacct without -X: three or four step lines a job. One findall reads all the ids (an

@@ -12,6 +12,7 @@ from typing import Any
 from auditor.report.tables import render_rows, to_json, to_table
 from auditor.safe_text import NAME_MAX, inert
 
+NOTE_MAX = 1000  # a coverage note under the suspects table
 WATCH_COLUMNS = ["rank", "device", "port_name", "serial_number", "part_number", "lane", "rule",
                  "trend", "days_to_threshold", "threshold", "strength", "strong", "peer"]
 OUTCOME_COLUMNS = ["suspects", "confirmed", "refuted", "open", "young", "precision",
@@ -138,7 +139,8 @@ def suspects(data: dict[str, Any], notes: list[str], fmt: str) -> list[str]:
             f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
             f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained",
             render_rows(rows, "table", title="suspects, best first"),
-            *(inert(f"could not see: {note}", None) for note in notes)]
+            # a note names hosts, switches and jobs: bounded like any cell of fabric text
+            *(inert(f"could not see: {note}", NOTE_MAX) for note in notes)]
 
 
 def watch_list(data: dict[str, Any], fmt: str) -> list[str]:
