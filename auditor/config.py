@@ -105,6 +105,10 @@ class SshSettings:
     # status` of an 800-port director is ~100 kB, a port's transceiver block ~2 kB.
     max_output_mb: float = 16.0
     command_timeout_s: float = 120.0
+    # The whole visit, login to logout (checked before each command): a director's 800
+    # ports' transceivers and diagnostics take minutes, a switch that answers every command
+    # just inside command_timeout_s would otherwise hold its worker 1,600 x 120 s.
+    total_timeout_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,10 @@ class HostSettings:
     # `journalctl -k` a few MB; `concurrency` hosts may each hold this much at once.
     max_output_mb: float = 64.0
     command_timeout_s: float = 120.0
+    # The whole visit, connect to the last module read (checked before each command): a
+    # host answering each of its ~70 commands just inside command_timeout_s would otherwise
+    # hold a sweep worker over two hours.
+    total_timeout_s: float = 600.0
     concurrency: int = 16
     kernel_log: str = "dmesg"  # "dmesg" (dmesg -T) or "journal" (journalctl -k) or "none"
     # The host's boot records (#20): "journal" (journalctl --list-boots), "last" (last -x -F)

@@ -222,6 +222,7 @@ class SwitchSshTable(_Table):
     timeout_s: Seconds | None = None
     max_output_mb: MiB | None = None
     command_timeout_s: Seconds | None = None
+    total_timeout_s: Seconds | None = None
 
 
 class SwitchTable(_Table):
@@ -252,6 +253,7 @@ class HostsTable(_Table):
     timeout_s: Seconds | None = None
     max_output_mb: MiB | None = None
     command_timeout_s: Seconds | None = None
+    total_timeout_s: Seconds | None = None
     concurrency: Count | None = None
     kernel_log: Literal["dmesg", "journal", "none"] | None = None
     boots: Literal["journal", "last", "none"] | None = None

@@ -51,3 +51,17 @@ def test_ranking_settings_are_checked(tmp_path: Path) -> None:
         load(cfg, None)
     cfg.write_text("[ranking]\nbefore_minutes = 30\n")
     assert load(cfg, None).ranking.before_minutes == 30
+
+
+def test_total_timeouts_reach_hosts_and_switches(tmp_path: Path) -> None:
+    cfg = tmp_path / "auditor.toml"
+    cfg.write_text('[hosts]\nnames = ["gpu01"]\ntotal_timeout_s = 45\n'
+                   '[[switches]]\nname = "leaf01"\nhost = "h"\n'
+                   'ssh = { user = "monitor", total_timeout_s = 90 }\n')
+    settings = load(cfg, None)
+    assert settings.hosts.total_timeout_s == 45
+    ssh = settings.switches[0].ssh
+    assert ssh is not None and ssh.total_timeout_s == 90
+    cfg.write_text("[hosts]\ntotal_timeout_s = 0\n")
+    with pytest.raises(ConfigError, match=r"hosts\.total_timeout_s"):
+        load(cfg, None)

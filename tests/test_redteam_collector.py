@@ -75,6 +75,37 @@ def test_host_optics_reads_at_most_optics_max_netdevs_per_host(tmp_path: Path) -
         f"{len(ethtool)} ethtool commands on one host ({DEVICES} devices x {NETDEVS} netdevs)")
 
 
+_SILENT_MODULES = _HOSTILE_HOST + textwrap.dedent("""\
+    if cmd.startswith("ethtool"):
+        import time
+        time.sleep(60)
+    """)
+
+
+@pytest.mark.ssh
+def test_host_optics_stops_after_a_module_read_that_does_not_answer(tmp_path: Path) -> None:
+    """A module whose read hangs costs timeout_s once, not once per netdev."""
+    need(sshd_missing())
+    script = tmp_path / "host.py"
+    script.write_text(_SILENT_MODULES)
+    script.chmod(0o755)
+    log = tmp_path / "commands.log"
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\nRT_LOG={log} exec {script}\n")
+    wrapper.chmod(0o755)
+    server = start_sshd(tmp_path / "sshd", forced_command=wrapper)
+    try:
+        settings = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
+                                key_file=server.client_key, known_hosts=server.known_hosts,
+                                timeout_s=1, kernel_log="none", boots="none")
+        result = collect_host("127.0.0.1", settings, optics=True)
+    finally:
+        server.stop()
+    ethtool = [c for c in log.read_text().splitlines() if c.startswith("ethtool")]
+    assert ethtool == ["ethtool -m ib0"]
+    assert result.failed["ethtool.ib0"][0] == "timeout"
+
+
 class _BannerFlood:
     """A TCP server on 127.0.0.1 that answers every connection with more than paramiko's 100
     pre-version lines, each holding terminal escapes (a host whose root runs any sshd)."""
@@ -192,3 +223,52 @@ def test_onyx_login_without_a_prompt_ends_within_its_bounds(
         switch.stop()
     assert result.status == "timeout"
     assert elapsed < 10, f"a 2 s / 3 s switch took {elapsed:.0f} s"
+
+
+@pytest.mark.ssh
+def test_host_visit_ends_at_total_timeout(tmp_path: Path) -> None:
+    """[hosts] total_timeout_s bounds the whole visit: past it, no further command is sent."""
+    need(sshd_missing())
+    script = tmp_path / "host.py"
+    script.write_text(_HOSTILE_HOST)
+    script.chmod(0o755)
+    log = tmp_path / "commands.log"
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f"#!/bin/sh\nRT_LOG={log} exec {script}\n")
+    wrapper.chmod(0o755)
+    server = start_sshd(tmp_path / "sshd", forced_command=wrapper)
+    try:
+        settings = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
+                                key_file=server.client_key, known_hosts=server.known_hosts,
+                                timeout_s=5, kernel_log="none", boots="none",
+                                total_timeout_s=0.001)
+        result = collect_host("127.0.0.1", settings, optics=True)
+    finally:
+        server.stop()
+    assert result.status == "timeout"
+    assert "total_timeout_s" in result.detail
+    assert not log.exists() or log.read_text() == ""
+
+
+@pytest.mark.ssh
+def test_switch_visit_ends_at_total_timeout(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """[[switches]] ssh total_timeout_s: past it, no further CLI command is sent."""
+    monkeypatch.setenv("RT_SWITCH_PW", "pw")
+    try:
+        switch = FakeOnyx({"show version": "Product name: Onyx\n"}, password="pw").start()
+    except OSError as exc:
+        need(f"cannot run an SSH server on 127.0.0.1: {exc}")
+        raise
+    try:
+        known = tmp_path / "known_hosts"
+        known.write_text(switch.known_hosts_line())
+        sw = SwitchSsh(name="leaf01", host="127.0.0.1", port=switch.port, user="admin",
+                       password=Secret("env:RT_SWITCH_PW"), known_hosts=known, timeout_s=5.0,
+                       total_timeout_s=0.001)
+        result = collect_switch(sw)
+    finally:
+        switch.stop()
+    assert result.status == "timeout"
+    assert "total_timeout_s" in result.detail
+    assert "show version" not in switch.record.commands

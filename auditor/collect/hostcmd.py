@@ -16,9 +16,11 @@ its host's session with the status `output_too_large` or `timeout`.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import shlex
 import socket
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -118,7 +120,8 @@ def sysfs_command(root: str = DEFAULT_SYSFS_ROOT) -> tuple[str, ...]:
 _RDMA_DEVICE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}", re.ASCII)
 _NETDEV = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}", re.ASCII)
 OPTICS_LIST = "optics-list"  # the result name of `ls -1 <sysfs root>`
-OPTICS_MAX = 64  # devices or netdevs read per host: more is not a compute node
+# Module reads per host, all devices and netdevs together: more is not a compute node.
+OPTICS_MAX = 64
 
 
 def mlxlink_command(device: str) -> tuple[str, ...]:
@@ -331,15 +334,23 @@ def _redact(text: str, password: str | None) -> str:
 class _Commands:
     """Runs named commands on one host, filing each result or failure under its name."""
 
-    def __init__(self, runner: HostRunner) -> None:
+    def __init__(self, runner: HostRunner, total_s: float = math.inf) -> None:
         self.runner = runner
         self.results: dict[str, CommandResult] = {}
         self.failed: dict[str, tuple[HostStatus, str]] = {}
+        self.total_s = total_s
+        self.started = time.monotonic()
 
     def run(self, name: str, argv: Sequence[str]) -> CommandResult | None:
         """The command's result, or None with its failure filed. A command that went past a
         bound ends the host's session (_StopError): a host streaming or trickling without
-        end would do the same to every command, and one bound is all a host may cost."""
+        end would do the same to every command, and one bound is all a host may cost. So
+        does a visit past [hosts] total_timeout_s, before the next command."""
+        if time.monotonic() - self.started > self.total_s:
+            why = (f"{self.runner.where}: visit past {self.total_s:g} s before {name} "
+                   "([hosts] total_timeout_s)")
+            self.failed[name] = ("timeout", why)
+            raise _StopError("timeout", why)
         try:
             self.results[name] = result = self.runner.run(argv)
         except BoundExceededError as exc:
@@ -363,20 +374,38 @@ def _names(listing: CommandResult | None, pattern: re.Pattern[str]) -> list[str]
 
 def _read_optics(cmds: _Commands, root: str, targets: dict[str, OpticsTarget]) -> None:
     """mlxlink -m per RDMA device; once mlxlink turns out not to be installed (exit 127), ethtool
-    -m per netdev of each remaining device instead."""
+    -m per netdev of each remaining device instead. At most OPTICS_MAX module reads per host in
+    all (a host listing 64 devices of 64 netdevs would otherwise cost 4,096 commands), and none
+    after one that did not answer: a module that hangs its reader hangs the next one too, and
+    each silent read costs the sweep timeout_s."""
+    budget = OPTICS_MAX
     mlxlink = True
+
+    def read(name: str, argv: Sequence[str]) -> CommandResult | None:
+        nonlocal budget
+        budget -= 1
+        result = cmds.run(name, argv)
+        if result is None and name in cmds.failed and cmds.failed[name][0] == "timeout":
+            budget = 0
+        return result
+
     for device in _names(cmds.run(OPTICS_LIST, list_command(root)), _RDMA_DEVICE):
+        if budget <= 0:
+            return
         if mlxlink:
             name = f"mlxlink.{device}"
-            result = cmds.run(name, mlxlink_command(device))
+            result = read(name, mlxlink_command(device))
             if result is None or result.exit_code != NOT_INSTALLED:
                 targets[name] = OpticsTarget("mlxlink-module", device, f"{device}/1")
                 continue
             mlxlink = False
+            budget += 1  # finding out that mlxlink is missing read no module
         net = cmds.run(f"optics-net.{device}", list_command(f"{root}/{device}/device/net"))
         for netdev in _names(net, _NETDEV):
+            if budget <= 0:
+                return
             name = f"ethtool.{netdev}"
-            cmds.run(name, ethtool_command(netdev))
+            read(name, ethtool_command(netdev))
             targets[name] = OpticsTarget("ethtool-module", device, netdev)
 
 
@@ -387,7 +416,7 @@ def collect_host(host: str, settings: HostSettings, optics: bool = False) -> Hos
     targets: dict[str, OpticsTarget] = {}
     try:
         runner = HostRunner(host, settings)
-        cmds = _Commands(runner)
+        cmds = _Commands(runner, settings.total_timeout_s)
         try:
             runner.connect()
             for name, argv in host_plan(settings):

@@ -16,8 +16,10 @@ the switch's `ssh` table): past either, the switch's status is `output_too_large
 from __future__ import annotations
 
 import logging
+import math
 import re
 import socket
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -96,6 +98,7 @@ class SwitchSsh:
     optics: bool = False  # also read each module's diagnostics
     max_output_mb: float = 16.0  # any one command's answer (and the login's)
     command_timeout_s: float = 120.0  # any one command, start to finish
+    total_timeout_s: float = 1800.0  # the whole visit, checked before each command
 
     @property
     def limits(self) -> Limits:
@@ -201,8 +204,13 @@ def _connect_args(sw: SwitchSsh, password: str | None) -> dict[str, Any]:
 class _BoundedChannel(SSHChannel):
     """netmiko's SSH channel, counting the bytes it reads: netmiko reads as long as data comes
     and keeps all of it until the prompt does, so an answer without end would take the memory.
-    Past the budget (reset per command) it raises BoundExceededError. Written against netmiko
-    4.8 channel.py SSHChannel.read_buffer, which it replaces."""
+    Past the budget (reset per command) it raises BoundExceededError. It also keeps a deadline
+    (login, then each command): netmiko's own loops run on fixed clocks of their own (netmiko
+    4.8 base_connection._test_channel_read waits 20 s for a prompt whatever the timeouts, and
+    disconnect()'s cleanup waits again), so a CLI that trickles bytes without a prompt would
+    hold the switch's worker ~30 s past the configured bounds. Past the deadline every read
+    raises netmiko's ReadTimeout. Written against netmiko 4.8 channel.py
+    SSHChannel.read_buffer, which it replaces."""
 
     def __init__(self, conn: paramiko.Channel | None, encoding: str, limits: Limits,
                  where: str) -> None:
@@ -210,8 +218,16 @@ class _BoundedChannel(SSHChannel):
         self.limits = limits
         self.where = where
         self.used = 0
+        self.deadline = math.inf
+        self.seconds = 0.0
+
+    def limit(self, seconds: float) -> None:
+        """Reads from now on end `seconds` from now."""
+        self.deadline, self.seconds = time.monotonic() + seconds, seconds
 
     def read_buffer(self) -> str:
+        if time.monotonic() > self.deadline:
+            raise ReadTimeout(f"{self.where}: no prompt within {self.seconds:g} s")
         conn = self.remote_conn
         if conn is None or not conn.recv_ready():
             return super().read_buffer()
@@ -228,26 +244,36 @@ class _BoundedOnyx(MellanoxMlnxosSSH):
     """netmiko's MLNX-OS driver whose channel is a _BoundedChannel from the first byte after
     the SSH handshake on (the banner and the session set-up are bounded too)."""
 
-    def __init__(self, *, limits: Limits, where: str, **kwargs: Any) -> None:
+    def __init__(self, *, limits: Limits, where: str, login_s: float, command_s: float,
+                 **kwargs: Any) -> None:
         self._limits, self._where = limits, where
+        self._login_s, self._command_s = login_s, command_s
+        self.started = time.monotonic()
         super().__init__(**kwargs)
 
     def special_login_handler(self, delay_factor: float = 1.0) -> None:
         # netmiko 4.8 base_connection.establish_connection: made the channel, then this.
-        self.channel = _BoundedChannel(self.remote_conn, self.encoding, self._limits,
-                                       f"{self._where}: login")
+        channel = _BoundedChannel(self.remote_conn, self.encoding, self._limits,
+                                  f"{self._where}: login")
+        channel.limit(self._login_s)
+        self.channel = channel
         super().special_login_handler(delay_factor)
 
-    def bound(self, command: str) -> None:
-        """A new budget for `command`'s answer."""
+    def bound(self, command: str, seconds: float | None = None) -> None:
+        """A new budget for `command`'s answer: bytes, and time (command_timeout_s unless
+        `seconds`)."""
         if isinstance(self.channel, _BoundedChannel):
             self.channel.used = 0
             self.channel.where = f"{self._where}: {command!r}"
+            self.channel.limit(self._command_s if seconds is None else seconds)
 
 
 def _run(conn: Any, command: str, sw: SwitchSsh, raw: dict[str, str]) -> str:
     check_command(command)
     if isinstance(conn, _BoundedOnyx):
+        if time.monotonic() - conn.started > sw.total_timeout_s:
+            raise _StopError("timeout", f"{sw.host}: visit past {sw.total_timeout_s:g} s "
+                             f"before {command!r} ([[switches]] ssh total_timeout_s)")
         conn.bound(command)
     try:
         out = conn.send_command(command, read_timeout=sw.command_timeout_s)
@@ -269,7 +295,8 @@ def _run(conn: Any, command: str, sw: SwitchSsh, raw: dict[str, str]) -> str:
 
 def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> SwitchCollection:
     try:
-        conn = _BoundedOnyx(limits=sw.limits, where=sw.host, **_connect_args(sw, password))
+        conn = _BoundedOnyx(limits=sw.limits, where=sw.host, login_s=sw.timeout_s,
+                            command_s=sw.command_timeout_s, **_connect_args(sw, password))
     except BoundExceededError as exc:
         raise _StopError(exc.status, str(exc)) from None
     except NetmikoAuthenticationException:
@@ -308,6 +335,8 @@ def _session(sw: SwitchSsh, password: str | None, raw: dict[str, str]) -> Switch
         if sw.optics:
             note = _diagnostics(conn, sw, raw, transceivers, diagnostics)
     finally:
+        # The logout (netmiko's cleanup reads for a prompt) gets timeout_s, like the login.
+        conn.bound("exit", sw.timeout_s)
         conn.disconnect()
     return SwitchCollection(sw.name, "ok", f"{len(interfaces)} IB ports, "
                             f"{sum(t.present for t in transceivers)} modules",

@@ -161,7 +161,8 @@ def collect_cli(
                                  known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s,
                                  optics=settings.sweep.optics,
                                  max_output_mb=s.ssh.max_output_mb,
-                                 command_timeout_s=s.ssh.command_timeout_s))
+                                 command_timeout_s=s.ssh.command_timeout_s,
+                                 total_timeout_s=s.ssh.total_timeout_s))
     moment = now or datetime.now(UTC)
     results = collect_switches(targets)
     pm = _fabric_map(store, settings, moment)
