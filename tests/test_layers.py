@@ -81,6 +81,14 @@ def test_collect_does_no_parsing_or_storing() -> None:
                         "auditor.config")) == []
 
 
+def test_the_store_builds_on_the_core_only() -> None:
+    # auditor/store/ (a package: connection, columns, fabric_cache, rows and one module of
+    # queries per subject) stores and reads records; it parses, ingests and ranks nothing.
+    assert _violations("the store only stores", "auditor.store",
+                       ("auditor.store", "auditor.models", "auditor.errors", "auditor.sql",
+                        "auditor.config")) == []
+
+
 def test_analyse_reads_through_the_store_and_writes_nothing() -> None:
     # No collect, ops, ingest, report or cli; no file or process I/O of its own.
     assert _violations("analyse does no I/O", "auditor.analyse",
@@ -98,6 +106,7 @@ def test_report_renders_what_analyse_returns() -> None:
 
 
 @pytest.mark.parametrize(("lib", "only"), [
+    # the package auditor/store/, every module of it
     ("duckdb", ("auditor.store",)),
     ("_duckdb", ("auditor.store",)),
     ("typer", ("auditor.cli",)),
