@@ -407,7 +407,8 @@ def sources(fmt: FormatOpt = "table") -> None:
 
     _check_format(fmt)
     with _open(_settings(), read_only=True) as store:
-        rows = store.sources()
+        # copies: each gets its issues below (a store row has only the query's columns)
+        rows: list[dict[str, Any]] = [dict(r) for r in store.sources()]
         issues = store.issues()
     by_source: dict[int, list[dict[str, Any]]] = {}
     for i in issues:
@@ -614,7 +615,8 @@ def counters(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "
     _check_format(fmt)
     start, end = _window(since, until)
     with _open(_settings(), read_only=True) as store:
-        rows = [r for r in store.counter_deltas(utc_naive(start), utc_naive(end)) if r["delta"]]
+        rows: list[dict[str, Any]] = [dict(r) for r in store.counter_deltas(
+            utc_naive(start), utc_naive(end)) if r["delta"]]  # copies: each gets its name
         names = store.node_names()
     for r in rows:
         r["name"] = names.get(r["guid"], (r["guid"], ""))[0]

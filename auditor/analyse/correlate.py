@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import ber, hosts
@@ -53,6 +53,16 @@ from auditor.models import Fabric, NodeType, ipoib_link_local_to_guid
 from auditor.nccl import UNKNOWN_BOUNDS, DeathTime, death_s, default_ib_timeout, job_death
 from auditor.portmap import port_number
 from auditor.store import Store
+
+if TYPE_CHECKING:
+    from auditor.store.rows import (
+        CounterStepRow,
+        EventRow,
+        JobDuringRow,
+        JobEndedRow,
+        JobThroughRow,
+        MaintenanceRow,
+    )
 
 LinkKey = tuple[PortKey, ...]  # one or two ends, sorted
 
@@ -145,7 +155,7 @@ class Evidence:
     # Transceiver diagnostics trends over `[optics] history_days` before `until` (issue #14).
     watch: WatchList | None = None
     # the port events gather read (from a day before the lookback to `until`), oldest first
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
     jobs_host: int = 0  # failed jobs killed by their host going away (issue #20)
     hosts: HostCoverage | None = None  # what host evidence the window had
 
@@ -164,7 +174,7 @@ def link_of(ends: list[PortKey]) -> LinkKey:
     return tuple(sorted(ends))
 
 
-def _maintenance_targets(rows: list[dict[str, Any]], fabric: Fabric
+def _maintenance_targets(rows: list[MaintenanceRow], fabric: Fabric
                          ) -> list[tuple[set[str], set[PortKey], datetime, datetime]]:
     """(node GUIDs, ports) each window covers."""
     by_name: dict[str, list[str]] = defaultdict(list)
@@ -245,12 +255,12 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
     return events
 
 
-def _counter_evidence(deltas: list[dict[str, Any]], peers: dict[PortKey, PortKey],
+def _counter_evidence(deltas: list[CounterStepRow], peers: dict[PortKey, PortKey],
                       links: dict[LinkKey, LinkEvidence]
-                      ) -> dict[PortKey, list[dict[str, Any]]]:
+                      ) -> dict[PortKey, list[CounterStepRow]]:
     """Counter increases into the links' evidence; returns every SymbolErrorCounter interval
     (those without new errors too) of the ports that had symbol errors, for their BER."""
-    symbols: dict[PortKey, list[dict[str, Any]]] = defaultdict(list)
+    symbols: dict[PortKey, list[CounterStepRow]] = defaultdict(list)
     for d in deltas:
         if d["counter"] == "SymbolErrorCounter":
             symbols[(d["guid"], d["port"])].append(d)
@@ -299,7 +309,7 @@ _BerReads = tuple[list[tuple[Any, ...]], dict[tuple[str, int], str]]
 
 
 def _ber_reads(store: Store, since: datetime, until: datetime,
-               symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey]
+               symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey]
                ) -> _BerReads:
     """What the BER of the ports with symbol errors needs from the store: the data counter
     steps and the cable types of them and their peers."""
@@ -316,7 +326,7 @@ def _ber_reads(store: Store, since: datetime, until: datetime,
 
 
 def _ber_evidence(fabric: Fabric, reads: _BerReads,
-                  symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey],
+                  symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey],
                   links: dict[LinkKey, LinkEvidence]) -> None:
     """The symbol BER of every port that had symbol errors: per counter interval, its errors
     over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
@@ -828,11 +838,11 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # through a flap and 4,037 next to it; the rest were fetched, split and indexed for
     # nothing).
     def running(spans: list[tuple[datetime, datetime]], wanted: set[str]
-                ) -> list[dict[str, Any]]:
+                ) -> list[JobDuringRow]:
         return store.jobs_during(since, until, spans, names_near(wanted))
 
     def completed(spans: list[tuple[datetime, datetime]], wanted: set[str]
-                  ) -> list[dict[str, Any]]:
+                  ) -> list[JobThroughRow]:
         return store.jobs_through(since, until, spans, "COMPLETED", names_near(wanted))
 
     _survivors(links, running, resolver, fabric)
@@ -881,7 +891,7 @@ def _host_coverage(rails: hosts.Rails, facts: hosts.HostFacts,
 class _FailedJob:
     """One failed job of the window as the blame reads it."""
 
-    job: dict[str, Any]
+    job: JobEndedRow
     hosts: list[str]  # its fabric hosts
     start: datetime
     end: datetime
@@ -965,7 +975,7 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
 
 def _survivors(links: dict[LinkKey, LinkEvidence],
                jobs_during: Callable[[list[tuple[datetime, datetime]], set[str]],
-                                     list[dict[str, Any]]],
+                                     list[JobDuringRow]],
                resolver: _HostResolver, fabric: Fabric) -> None:
     """Jobs that ran on an HCA's host through a flap of its cable longer than any NCCL since
     2.14 waits (34 s) and did not die of it: the flap did not touch their traffic (the rail
@@ -1037,8 +1047,8 @@ def _killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
     return out
 
 
-def _jobs_by_host(jobs: list[dict[str, Any]], resolver: _HostResolver,
-                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[dict[str, Any]]]:
+def _jobs_by_host(jobs: list[JobDuringRow], resolver: _HostResolver,
+                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[JobDuringRow]]:
     """Jobs that have started and ran during one of `spans`, by each fabric host they ran on.
     (A month holds 100,000 jobs on a million host slots; only those around the moments asked
     about are indexed.)"""
@@ -1049,7 +1059,7 @@ def _jobs_by_host(jobs: list[dict[str, Any]], resolver: _HostResolver,
         else:
             merged.append([lo, hi])
     starts = [m[0] for m in merged]
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_host: dict[str, list[JobDuringRow]] = defaultdict(list)
     for job in jobs:
         start, end = job["start_at"], job["end_at"]
         if start is None:
@@ -1064,7 +1074,7 @@ def _jobs_by_host(jobs: list[dict[str, Any]], resolver: _HostResolver,
     return by_host
 
 
-def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[dict[str, Any]]],
+def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[JobDuringRow]],
                 resolver: _HostResolver) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly

@@ -33,13 +33,16 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse.flaps import Flap, PortKey
 from auditor.config import RankingSettings
 from auditor.models import Fabric, NodeType
 from auditor.nccl import RETRY_CNT_DEFAULT, death_s, ib_hca_selects, job_death
+
+if TYPE_CHECKING:
+    from auditor.store.rows import JobThroughRow
 
 LinkKey = tuple[PortKey, ...]  # as correlate.LinkKey: one or two ends, sorted
 
@@ -154,7 +157,7 @@ def _longest_wait(settings: Sequence[tuple[int, int | None]], cfg: RankingSettin
 
 def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
                  completed_through: Callable[[list[tuple[datetime, datetime]], set[str]],
-                                             list[dict[str, Any]]],
+                                             list[JobThroughRow]],
                  host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
@@ -209,14 +212,14 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
     names = {x: host_of(x) for x in set().union(*[job["hosts"] for job in jobs])}
     near = {x: h for x, h in names.items() if h and h in wanted}
     near_names = set(near)
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_host: dict[str, list[JobThroughRow]] = defaultdict(list)
     for job in jobs:
         if hit := near_names.intersection(job["hosts"]):
             for h in {near[x] for x in hit}:
                 by_host[h].append(job)
     hosts_of: dict[int, frozenset[str]] = {}
 
-    def job_hosts_of(job: dict[str, Any]) -> frozenset[str]:
+    def job_hosts_of(job: JobThroughRow) -> frozenset[str]:
         found = hosts_of.get(id(job))
         if found is None:
             found = hosts_of[id(job)] = frozenset(filter(None, map(names.__getitem__,
@@ -237,7 +240,7 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
         # Each job once, where the first of its hosts here (in order) lists it: whether it
         # crossed depends on the job and the flap, not on the host it was found by (a job on
         # 10 hosts under a flapping leaf was judged 10 times per flap, issue #13).
-        candidates: list[dict[str, Any]] = []
+        candidates: list[JobThroughRow] = []
         listed: set[int] = set()
         for h in sorted(hosts_here):
             for job in by_host.get(h, []):

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auditor.models import CounterTable
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import CounterDeltaRow, CounterStepRow
 
 
 class CounterQueries(Connection):
@@ -27,18 +30,20 @@ class CounterQueries(Connection):
         finally:
             self._con.unregister("counter_batch")
 
-    def counter_deltas(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    def counter_deltas(self, since: datetime, until: datetime) -> list[CounterDeltaRow]:
         """Counter increases per port between readings in (since, until]; resets handled."""
-        return self.run_dicts("counter_deltas", since=utc_naive(since), until=utc_naive(until))
+        return cast("list[CounterDeltaRow]", self.run_dicts(
+            "counter_deltas", since=utc_naive(since), until=utc_naive(until)))
 
     def counter_steps(self, flaps_since: datetime, since: datetime, until: datetime
-                      ) -> list[dict[str, Any]]:
+                      ) -> list[CounterStepRow]:
         """What `suspects` reads of the error counters, in one query: the LinkDownedCounter
         increases above 0 of `counter_deltas(flaps_since, until)`, then every other counter's
         increases of `counter_deltas(since, until)` that are not 0, and SymbolErrorCounter's
         0s; the same rows (less prev_value, value and reset), in the same order."""
-        return self.run_dicts("counter_steps", flaps_since=utc_naive(flaps_since),
-                              since=utc_naive(since), until=utc_naive(until))
+        return cast("list[CounterStepRow]", self.run_dicts(
+            "counter_steps", flaps_since=utc_naive(flaps_since), since=utc_naive(since),
+            until=utc_naive(until)))
 
     def data_deltas(self, since: datetime, until: datetime,
                     series: Sequence[tuple[str, int, str]]) -> list[tuple[Any, ...]]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from auditor.models import PortEvent
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import EventRow
 
 Placement = tuple[str | None, int | None, str | None, int | None]  # guid, port, peer guid, port
 
@@ -42,6 +45,6 @@ class EventQueries(Connection):
                      port_name=[r[1] for r in rows], guid=[r[2] for r in rows],
                      port=[r[3] for r in rows])
 
-    def events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("port_events_window", since=utc_naive(since),
-                              until=utc_naive(until))
+    def events(self, since: datetime, until: datetime) -> list[EventRow]:
+        return cast("list[EventRow]", self.run_dicts("port_events_window", since=utc_naive(since),
+                                                     until=utc_naive(until)))

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from auditor.models import HostAddress, HostEvent, MaintenanceWindow
 from auditor.store.connection import Connection, naive_or_none, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import HostEventRow, MaintenanceRow
 
 
 class HostQueries(Connection):
@@ -37,9 +40,9 @@ class HostQueries(Connection):
                      start_at=[utc_naive(r.start) for r in rows],
                      end_at=[utc_naive(r.end) for r in rows], reason=[r.reason for r in rows])
 
-    def maintenance(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("maintenance_window", since=utc_naive(since),
-                              until=utc_naive(until))
+    def maintenance(self, since: datetime, until: datetime) -> list[MaintenanceRow]:
+        return cast("list[MaintenanceRow]", self.run_dicts(
+            "maintenance_window", since=utc_naive(since), until=utc_naive(until)))
 
     # -- host events (issue #20) -----------------------------------------------------------------
 
@@ -51,10 +54,10 @@ class HostQueries(Connection):
                      reason=[r.reason for r in rows], line_no=[r.line_no for r in rows],
                      message=[r.message for r in rows])
 
-    def host_events(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    def host_events(self, since: datetime, until: datetime) -> list[HostEventRow]:
         """Boots, crashes and Slurm node states touching [since, until], oldest first."""
-        return self.run_dicts("host_events_window", since=utc_naive(since),
-                              until=utc_naive(until))
+        return cast("list[HostEventRow]", self.run_dicts(
+            "host_events_window", since=utc_naive(since), until=utc_naive(until)))
 
     def host_event_hosts(self) -> dict[str, set[str]]:
         """Source kind (slurm-events, slurmctld, boots, dmesg) -> the host names it speaks of."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from auditor.models import Location
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import LocationRow, ReplacementRow, SerialSeenRow
 
 
 class InventoryQueries(Connection):
@@ -24,8 +27,9 @@ class InventoryQueries(Connection):
             self.run("port_labels_insert", source_id=source_id, name=[x[0] for x in labels],
                      port=[x[1] for x in labels], label=[x[2] for x in labels])
 
-    def locations(self) -> dict[str, dict[str, Any]]:
-        return {r["name"]: r for r in self.run_dicts("inventory_latest")}
+    def locations(self) -> dict[str, LocationRow]:
+        return {r["name"]: r for r in cast("list[LocationRow]",
+                                           self.run_dicts("inventory_latest"))}
 
     def port_labels(self) -> dict[tuple[str, int], str]:
         return {(r[0], r[1]): r[2] for r in self.run("port_labels_latest")}
@@ -40,11 +44,11 @@ class InventoryQueries(Connection):
             old_serials=list(old_serials), recorded_at=utc_naive(datetime.now(UTC)))
         return int(rows[0][0])
 
-    def replacements(self) -> list[dict[str, Any]]:
-        return self.run_dicts("replacements_all")
+    def replacements(self) -> list[ReplacementRow]:
+        return cast("list[ReplacementRow]", self.run_dicts("replacements_all"))
 
-    def serials_seen(self, serials: Sequence[str], after: datetime) -> list[dict[str, Any]]:
+    def serials_seen(self, serials: Sequence[str], after: datetime) -> list[SerialSeenRow]:
         if not serials:
             return []
-        return self.run_dicts("transceiver_serial_ports", serials=list(serials),
-                              after=utc_naive(after))
+        return cast("list[SerialSeenRow]", self.run_dicts(
+            "transceiver_serial_ports", serials=list(serials), after=utc_naive(after)))

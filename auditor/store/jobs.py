@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auditor.models import JobError, JobTable
 from auditor.store.connection import Connection, naive_or_none, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import JobDuringRow, JobEndedRow, JobThroughRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +62,15 @@ class JobQueries(Connection):
         self.run("job_nodes_insert")
 
     def jobs_ended(self, since: datetime, until: datetime, states: Iterable[str]
-                   ) -> list[dict[str, Any]]:
+                   ) -> list[JobEndedRow]:
         """Jobs that ended in the window in one of `states`, with their hosts, by end time."""
-        return _split_hosts(self.run_dicts("jobs_ended_window", since=utc_naive(since),
-                                           until=utc_naive(until), states=sorted(states)))
+        return cast("list[JobEndedRow]", _split_hosts(self.run_dicts(
+            "jobs_ended_window", since=utc_naive(since), until=utc_naive(until),
+            states=sorted(states))))
 
     def jobs_during(self, since: datetime, until: datetime,
                     spans: Sequence[tuple[datetime, datetime]],
-                    hosts: Iterable[str] | None = None) -> list[dict[str, Any]]:
+                    hosts: Iterable[str] | None = None) -> list[JobDuringRow]:
         """Jobs of the window that had started and were running during one of `spans`, with
         their hosts, by end time; with `hosts` (names as sacct gave them, see
         job_host_names), only those that ran on at least one of them."""
@@ -74,28 +78,29 @@ class JobQueries(Connection):
             return []
         lo, hi = [utc_naive(lo) for lo, _ in spans], [utc_naive(hi) for _, hi in spans]
         if hosts is None:
-            return _split_hosts(self.run_dicts("jobs_during", since=utc_naive(since),
-                                               until=utc_naive(until), span_lo=lo, span_hi=hi))
+            return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
+                "jobs_during", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
+                span_hi=hi)))
         names = sorted(set(hosts))
         if not names:
             return []
-        return _split_hosts(self.run_dicts("jobs_during_hosts", since=utc_naive(since),
-                                           until=utc_naive(until), span_lo=lo, span_hi=hi,
-                                           hosts=names))
+        return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
+            "jobs_during_hosts", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
+            span_hi=hi, hosts=names)))
 
     def jobs_through(self, since: datetime, until: datetime,
                      spans: Sequence[tuple[datetime, datetime]], state: str,
-                     hosts: Iterable[str]) -> list[dict[str, Any]]:
+                     hosts: Iterable[str]) -> list[JobThroughRow]:
         """Jobs of the window in `state` that ran through one of `spans` whole (started by its
         start, ended at or after its end) on at least one of `hosts` (names as sacct gave
         them, see job_host_names), with all their hosts, by end time."""
         names = sorted(set(hosts))
         if not spans or not names:
             return []
-        return _split_hosts(self.run_dicts(
+        return cast("list[JobThroughRow]", _split_hosts(self.run_dicts(
             "jobs_through", since=utc_naive(since), until=utc_naive(until),
             span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
-            state=state, hosts=names))
+            state=state, hosts=names)))
 
     def job_host_names(self) -> list[str]:
         """Every host name a job was given (as sacct gave it), once each, sorted."""
@@ -145,7 +150,7 @@ class JobQueries(Connection):
         """The logs dated near [since, until], and those labelled with a job that had not
         ended before `jobs_since` (default: `since`). `hosts`, `first_at`, `last_at` and
         `written_at` only of the logs without a job (None for the others): they serve to
-        match such a log to its job."""
+        match such a log to its job. Rows as rows.JobLogRow types them."""
         return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
                               jobs_since=utc_naive(jobs_since or since))
 
@@ -168,6 +173,7 @@ class JobQueries(Connection):
         """Failure lines in the window, the undated lines of jobs that had not ended before
         `jobs_since` (default: `since`), and every line of the job logs `sources`: the
         columns the correlation reads (source_id, job_id, event_at, kind, network, host, hca,
-        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message."""
+        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message; rows
+        as rows.JobErrorRow types them."""
         return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
                               sources=list(sources), jobs_since=utc_naive(jobs_since or since))

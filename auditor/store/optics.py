@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from auditor.models import LaneReading, OpticsReading
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import OpticsDailyRow, OpticsReadingRow, OpticsThresholdRow
 
 
 class OpticsQueries(Connection):
@@ -51,23 +54,25 @@ class OpticsQueries(Connection):
                      high_warning=[t.high_warning for _, _, t in limits],
                      high_alarm=[t.high_alarm for _, _, t in limits])
 
-    def optics_readings(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    def optics_readings(self, since: datetime, until: datetime) -> list[OpticsReadingRow]:
         """Every lane reading in the window, oldest first per module and lane."""
-        return self.run_dicts("optics_readings_window", since=utc_naive(since),
-                              until=utc_naive(until))
+        return cast("list[OpticsReadingRow]", self.run_dicts(
+            "optics_readings_window", since=utc_naive(since), until=utc_naive(until)))
 
-    def optics_thresholds(self) -> list[dict[str, Any]]:
+    def optics_thresholds(self) -> list[OpticsThresholdRow]:
         """The newest thresholds of each module and quantity."""
-        return self.run_dicts("optics_thresholds_latest")
+        return cast("list[OpticsThresholdRow]", self.run_dicts("optics_thresholds_latest"))
 
-    def optics_daily(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
+    def optics_daily(self, since: datetime, until: datetime) -> list[OpticsDailyRow]:
         """Per module and lane, the daily medians of the window as lists (day numbers from
         the day of `since`)."""
-        return self.run_dicts("optics_daily", since=utc_naive(since), until=utc_naive(until))
+        return cast("list[OpticsDailyRow]", self.run_dicts(
+            "optics_daily", since=utc_naive(since), until=utc_naive(until)))
 
-    def optics_thresholds_at(self, until: datetime) -> list[dict[str, Any]]:
+    def optics_thresholds_at(self, until: datetime) -> list[OpticsThresholdRow]:
         """The newest thresholds of each module and quantity read up to `until`."""
-        return self.run_dicts("optics_thresholds_asof", until=utc_naive(until))
+        return cast("list[OpticsThresholdRow]", self.run_dicts("optics_thresholds_asof",
+                                                               until=utc_naive(until)))
 
     def optics_firmware(self) -> dict[str, str]:
         """serial number -> the newest firmware its module reported."""

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import RememberedSuspectRow, SuspectRunRow
 
 # the columns of one remembered suspect (queries/remembered_suspects_insert.sql), issue #15
 _REMEMBERED = ("rank", "component", "a_guid", "a_port", "a_name", "b_guid", "b_port", "b_name",
@@ -32,10 +35,11 @@ class OutcomeQueries(Connection):
                      **{c: [r[c] for r in rows] for c in _REMEMBERED})
         return run_id
 
-    def suspect_runs(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("suspect_runs_window", since=utc_naive(since),
-                              until=utc_naive(until))
+    def suspect_runs(self, since: datetime, until: datetime) -> list[SuspectRunRow]:
+        return cast("list[SuspectRunRow]", self.run_dicts(
+            "suspect_runs_window", since=utc_naive(since), until=utc_naive(until)))
 
-    def remembered_suspects(self, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("remembered_suspects_window", since=utc_naive(since),
-                              until=utc_naive(until))
+    def remembered_suspects(self, since: datetime, until: datetime
+                            ) -> list[RememberedSuspectRow]:
+        return cast("list[RememberedSuspectRow]", self.run_dicts(
+            "remembered_suspects_window", since=utc_naive(since), until=utc_naive(until)))

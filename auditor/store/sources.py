@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from auditor.store.connection import utc_naive
 from auditor.store.fabric_cache import FabricCache
+
+if TYPE_CHECKING:
+    from auditor.store.rows import IssueRow, SourceRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +115,8 @@ class SourceQueries(FabricCache):
                  lines_unparsed=[m.lines_unparsed for m in metas],
                  records=[m.records for m in metas], options=[m.options for m in metas])
 
-    def sources(self) -> list[dict[str, Any]]:
-        return self.run_dicts("sources_list")
+    def sources(self) -> list[SourceRow]:
+        return cast("list[SourceRow]", self.run_dicts("sources_list"))
 
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:
@@ -129,5 +132,5 @@ class SourceQueries(FabricCache):
                      reason=[i[1] for i in issues], lines=[i[2] for i in issues],
                      first_line_no=[i[3] for i in issues], example=[i[4] for i in issues])
 
-    def issues(self) -> list[dict[str, Any]]:
-        return self.run_dicts("source_issues_list")
+    def issues(self) -> list[IssueRow]:
+        return cast("list[IssueRow]", self.run_dicts("source_issues_list"))

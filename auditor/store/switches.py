@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from auditor.store.connection import Connection, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import DeviceStatusRow, SnmpPortRow, TransceiverRow
 
 
 class SwitchQueries(Connection):
@@ -19,8 +22,8 @@ class SwitchQueries(Connection):
         self.run("device_status_insert", checked_at=utc_naive(checked_at), device=device,
                  collector=collector, status=status, detail=detail)
 
-    def device_status(self) -> list[dict[str, Any]]:
-        return self.run_dicts("device_status_latest")
+    def device_status(self) -> list[DeviceStatusRow]:
+        return cast("list[DeviceStatusRow]", self.run_dicts("device_status_latest"))
 
     def add_snmp_ports(self, polled_at: datetime, device: str, sys_uptime_ticks: int | None,
                        rows: Sequence[dict[str, Any]]) -> None:
@@ -32,8 +35,9 @@ class SwitchQueries(Connection):
         self.run("snmp_ports_insert", polled_at=utc_naive(polled_at), device=device,
                  sys_uptime_ticks=sys_uptime_ticks, **{c: [r[c] for r in rows] for c in cols})
 
-    def last_snmp_poll(self, device: str, before: datetime) -> list[dict[str, Any]]:
-        return self.run_dicts("snmp_last_poll", device=device, before=utc_naive(before))
+    def last_snmp_poll(self, device: str, before: datetime) -> list[SnmpPortRow]:
+        return cast("list[SnmpPortRow]", self.run_dicts("snmp_last_poll", device=device,
+                                                        before=utc_naive(before)))
 
     def add_transceivers(self, seen_at: datetime, device: str, rows: Sequence[dict[str, Any]],
                          source_id: int | None = None) -> None:
@@ -56,5 +60,5 @@ class SwitchQueries(Connection):
         return {(g, p): c for g, p, c in self.run(
             "cable_types_of_ports", guids=[g for g, _ in wanted], ports=[p for _, p in wanted])}
 
-    def transceivers(self) -> list[dict[str, Any]]:
-        return self.run_dicts("transceivers_latest")
+    def transceivers(self) -> list[TransceiverRow]:
+        return cast("list[TransceiverRow]", self.run_dicts("transceivers_latest"))
