@@ -1,4 +1,4 @@
-"""What the hosts side knows: host addresses (hosts files), maintenance windows, host events
+"""What the host side knows: host addresses (hosts files), maintenance windows, host events
 (boots, crashes, Slurm node states), and which hosts any of it names.
 """
 
