@@ -5,10 +5,13 @@ is one connection (connection.py: opening, migrations, transactions, background 
 the queries of each subject as a mixin: sources, topology, fabric_cache (the snapshots' reads
 and the newest one kept ready), events, counters, jobs, hosts, switches, optics, inventory,
 outcomes, exports. columns.py batches rows as numpy columns for the writers; rows.py types the
-rows the queries return.
+rows the queries return; meta.py holds what an ingest says about a file (SourceMeta,
+JobLogMeta).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from auditor.store.connection import utc_naive
 from auditor.store.counters import CounterQueries
@@ -16,12 +19,24 @@ from auditor.store.events import EventQueries, Placement
 from auditor.store.exports import ExportQueries, literal_path
 from auditor.store.hosts import HostQueries
 from auditor.store.inventory import InventoryQueries
-from auditor.store.jobs import JobLogMeta, JobQueries
+from auditor.store.jobs import JobQueries
 from auditor.store.optics import OpticsQueries
 from auditor.store.outcomes import OutcomeQueries
-from auditor.store.sources import SourceMeta, SourceQueries
+from auditor.store.sources import SourceQueries
 from auditor.store.switches import SwitchQueries
 from auditor.store.topology import TopologyQueries
+
+if TYPE_CHECKING:
+    from auditor.store.meta import JobLogMeta, SourceMeta
+else:
+    def __getattr__(name: str) -> object:
+        # SourceMeta and JobLogMeta (meta.py) are built when an ingester first asks for one:
+        # two frozen dataclasses were 1-2 ms of every command's start-up, a read's included.
+        if name in ("JobLogMeta", "SourceMeta"):
+            from auditor.store import meta
+
+            return getattr(meta, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["JobLogMeta", "Placement", "SourceMeta", "Store", "literal_path", "utc_naive"]
 

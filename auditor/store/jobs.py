@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,25 +10,8 @@ from auditor.models import JobError, JobTable
 from auditor.store.connection import Connection, naive_or_none, utc_naive
 
 if TYPE_CHECKING:
+    from auditor.store.meta import JobLogMeta
     from auditor.store.rows import JobDuringRow, JobEndedRow, JobThroughRow
-
-
-@dataclass(frozen=True, slots=True)
-class JobLogMeta:
-    """What the store records about one job log beside its failure lines."""
-
-    source_id: int
-    job_id: str | None
-    hosts: frozenset[str]
-    first_at: datetime | None
-    last_at: datetime | None
-    written_at: datetime | None
-    nccl_versions: tuple[str, ...]
-    ib_timeout: int | None
-    ib_retry_cnt: int | None
-    # (host as printed, HCA) of the log's `NET/IB : Using` lists; NCCL_IB_HCA as printed
-    using: frozenset[tuple[str, str]] = frozenset()
-    ib_hca: str | None = None
 
 
 def _split_hosts(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@ source with everything it stored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, cast
 
@@ -13,24 +12,8 @@ from auditor.store.connection import utc_naive
 from auditor.store.fabric_cache import FabricCache
 
 if TYPE_CHECKING:
+    from auditor.store.meta import SourceMeta
     from auditor.store.rows import IssueRow, SourceRow
-
-
-@dataclass(frozen=True, slots=True)
-class SourceMeta:
-    """What the store records about one ingested file."""
-
-    kind: str
-    path: str
-    sha256: str
-    origin: str
-    observed_at: datetime
-    explicit_at: bool
-    lines_total: int
-    lines_unparsed: int
-    records: int
-    # What besides the content changes the result (kind, job, year, zone, ...: JSON text).
-    options: str | None = None
 
 
 class SourceQueries(FabricCache):
