@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from auditor import __version__
 from auditor.errors import AuditorError
+from auditor.ingest import kinds  # data only: the parsers are imported when a kind is read
+from auditor.startup import named_command, no_collector, tune_collector
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from typer import _click
 
     from auditor import config as config_mod
@@ -28,8 +25,6 @@ if TYPE_CHECKING:
 # before, most of it networkx, duckdb, rich tables and pydantic pulled in by module-level
 # imports). Every command imports what it uses; tests/test_imports.py keeps it that way.
 FORMATS = ("table", "json", "csv")
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
 def inert(text: str, limit: int | None) -> str:
@@ -38,49 +33,11 @@ def inert(text: str, limit: int | None) -> str:
     return _inert(text, limit)
 
 
-def render_rows(rows: Any, fmt: str, **kwargs: Any) -> str:
-    from auditor.report.tables import render_rows as _render
-
-    return _render(rows, fmt, **kwargs)
-
-
-def to_table(rows: Any, *args: Any, **kwargs: Any) -> str:
-    from auditor.report.tables import to_table as _to_table
-
-    return _to_table(rows, *args, **kwargs)
-
-
-def to_json(data: Any) -> str:
-    from auditor.report.tables import to_json as _to_json
-
-    return _to_json(data)
-
-
 def _fail(exc: AuditorError) -> NoReturn:
     """One line on stderr per message (never a traceback), and the error's exit code."""
     for line in exc.messages():
         typer.echo(inert(f"error: {line}", None), err=True)
     raise typer.Exit(exc.exit_code)
-
-
-def _no_collector(command: Callable[_P, _R]) -> Callable[_P, _R]:
-    """For a command that reads a window, ranks it and exits: it makes its objects once and
-    keeps them to the end, none of them in reference cycles (the same peak memory with the
-    collector off, `suspects --since 30d` 345 MB). Collecting them as they were made was
-    10-15 ms of `suspects --since 24h` (issue #13). On again after it (tests run commands
-    in one process)."""
-
-    @functools.wraps(command)
-    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        was = gc.isenabled()
-        gc.disable()
-        try:
-            return command(*args, **kwargs)
-        finally:
-            if was:
-                gc.enable()
-
-    return run
 
 
 class _Commands(TyperGroup):
@@ -106,7 +63,7 @@ app = typer.Typer(
 )
 
 
-class _State:
+class _State:  # the global options, for the command that runs
     db: Path | None = None
     config: Path | None = None
 
@@ -141,6 +98,12 @@ def _at(value: str | None) -> datetime:
 def _check_format(fmt: str) -> None:
     if fmt not in FORMATS:
         raise AuditorError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+
+
+def _show(blocks: list[str]) -> None:
+    """Print what a report view (auditor.report.views) made of a command's data."""
+    for block in blocks:
+        _out(block)
 
 
 def _out(text: str) -> None:
@@ -183,15 +146,8 @@ def main_options(
 @app.command()
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
-    kind: Annotated[str, typer.Option("--kind", "-k", help="auto, ibnetdiscover, iblinkinfo, "
-                                      "perfquery, ibqueryerrors, syslog, ufm-events, opensm, "
-                                      "dmesg, sacct, jobcomp, jobs-jsonl, joblog, hosts, "
-                                      "maintenance, inventory, cabling, slurm-events "
-                                      "(sacctmgr show event -P), slurmctld (slurmctld.log), "
-                                      "boots (journalctl --list-boots or last -x; --host), "
-                                      "ethtool-module "
-                                      "(ethtool -m), mlxlink-module (mlxlink -m) or onyx-optics "
-                                      "(a switch's per-port transceiver diagnostics)")] = "auto",
+    kind: Annotated[str, typer.Option("--kind", "-k", help=kinds.help_text(),
+                                      show_default=False)] = "auto",
     at: AtOpt = None,
     year: Annotated[int | None, typer.Option(
         "--year", help="year of log stamps that have none (default: from the file's date)")] = None,
@@ -228,49 +184,20 @@ def ingest(
         auditor ingest --kind joblog --job 4242 rank0.log
         auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
     """
-    from auditor.ingest.captures import ingest_files, load_node_names
-    from auditor.ingest.plan import plan_ingest
+    from auditor.ingest.plan import IngestOptions, ingest_paths
+    from auditor.report import views
 
     _check_format(fmt)
     settings = _settings()
-    names = load_node_names(settings.node_name_map)
-    moment = _at(at) if at else None
-    plan = plan_ingest(files, kind)
-    opts = _log_options(settings, year, tz, host)
-    # Each ingester imported only when it has files (the log parsers cost `ingest --kind
-    # sacct` 0.03 s, issue #13).
-    with _open(settings) as store, store.transaction():
-        results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=moment,
-                               node_names=names, aliases=settings.aliases) \
-            if plan.captures else []
-        if plan.logs:
-            from auditor.ingest.logs import ingest_logs
-
-            results += ingest_logs(store, plan.logs, plan.log_kind, opts)
-        if plan.job_files:
-            from auditor.ingest.jobs import JobOptions, ingest_job_files
-
-            results += ingest_job_files(store, plan.job_files, plan.job_kind,
-                                        JobOptions(tz=opts.tz, job=job, year=opts.year,
-                                                   host=host))
-        if plan.optics:
-            from auditor.ingest.optics import OpticsOptions, ingest_optics_files
-
-            results += ingest_optics_files(store, plan.optics, plan.optics_kind, OpticsOptions(
-                host=host, port=port, at=moment, aliases=settings.aliases))
+    with _open(settings) as store:
+        results = ingest_paths(store, files, kind, settings, IngestOptions(
+            at=_at(at) if at else None, year=year, tz=tz, host=host, port=port, job=job))
     rows = [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records,
              "warnings": "; ".join(r.warnings)} for r in results]
-    _out(render_rows(rows, fmt, title="ingest"))
+    _show(views.rows(rows, fmt, title="ingest"))
     for r in results:
         for w in r.warnings:
             typer.echo(inert(f"warning: {r.path}: {w}", None), err=True)
-
-
-def _log_options(settings: config_mod.Settings, year: int | None, tz: str | None,
-                 host: str | None) -> Any:
-    from auditor.ingest.common import LogOptions
-
-    return LogOptions.from_settings(settings, year=year, tz=tz, host=host)
 
 
 @app.command()
@@ -283,51 +210,13 @@ def topology(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
         auditor topology --at 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse import topology as topology_mod
+    from auditor.report import views
 
     _check_format(fmt)
 
     with _open(_settings(), read_only=True) as store:
         data = topology_mod.topology(store, _at(at))
-    if fmt == "json":
-        _out(to_json(data))
-        return
-    summary = [{k: data[k] for k in ("snapshot_at", "switches", "hcas", "links", "ports_down")}
-               | {"degraded": len(data["degraded"]), "moved": len(data["moved"]),
-                  "appeared": len(data["appeared"]), "disappeared": len(data["disappeared"])}]
-    if fmt == "csv":
-        _out(render_rows(summary, "csv"))
-        return
-    _out(to_table(summary, title="fabric"))
-    if data["down"]:
-        _out(to_table([_pair(d["ends"]) | {"down_since": d["down_since"]} for d in data["down"]],
-                      title="ports down (were up)"))
-    if data["degraded"]:
-        _out(to_table([_pair(d["ends"]) | {
-            "now": f"{d['width']} {d['speed']}",
-            "could be": f"{d['possible_width']} {d['possible_speed']}",
-            "why": d["reason"]} for d in data["degraded"]], title="degraded links"))
-    for key in ("appeared", "disappeared"):
-        if data[key]:
-            _out(to_table([_pair(p) for p in data[key]], title=f"links {key}"))
-    if data["moved"]:
-        _out(to_table([{"before": _label(m["before"]), "after": _label(m["after"])}
-                       for m in data["moved"]], title="cables moved"))
-
-
-def _name(end: dict[str, Any]) -> str:
-    # A name from the fabric, shown short enough that the port after it stays visible.
-    from auditor.safe_text import NAME_MAX
-
-    return inert(end["name"], NAME_MAX)
-
-
-def _pair(ends: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"end A": f"{_name(ends[0])} port {ends[0]['port']}",
-            "end B": f"{_name(ends[1])} port {ends[1]['port']}"}
-
-
-def _label(ends: list[dict[str, Any]]) -> str:
-    return " <-> ".join(f"{_name(e)}[{e['port']}]" for e in ends)
+    _show(views.topology(data, fmt))
 
 
 @app.command()
@@ -345,14 +234,15 @@ def links(
         auditor links --degraded --down --format csv
     """
     from auditor.analyse import topology as topology_mod
+    from auditor.report import views
 
     _check_format(fmt)
 
     with _open(_settings(), read_only=True) as store:
         rows = topology_mod.links(store, _at(at), degraded_only=degraded, down_only=down)
-    columns = None if fmt != "table" else [
+    columns = [
         "a_name", "a_port", "b_name", "b_port", "state", "width", "speed", "note"]
-    _out(render_rows(rows, fmt, columns=columns, title="links"))
+    _show(views.rows(rows, fmt, columns=columns, title="links"))
 
 
 @app.command()
@@ -372,6 +262,7 @@ def sweep(fmt: FormatOpt = "table") -> None:
     from auditor.collect.runner import open_runner
     from auditor.ingest.captures import load_node_names
     from auditor.ops.sweep import sweep as run_sweep
+    from auditor.report import views
 
     _check_format(fmt)
     settings = _settings()
@@ -382,14 +273,10 @@ def sweep(fmt: FormatOpt = "table") -> None:
             result = run_sweep(store, settings, runner, node_names=names)
     finally:
         runner.close()
-    rows = [dict(c) for c in result.commands]
-    if fmt == "json":
-        _out(to_json({"at": result.at, "where": result.where, "captures": str(result.folder),
-                      "commands": rows,
-                      "ingested": [{"file": r.path, "kind": r.kind, "status": r.status,
-                                    "records": r.records} for r in result.ingested]}))
-    else:
-        _out(render_rows(rows, fmt, title=f"sweep on {result.where}"))
+    _show(views.sweep(result.at, result.where, str(result.folder),
+                      [dict(c) for c in result.commands],
+                      [{"file": r.path, "kind": r.kind, "status": r.status, "records": r.records}
+                       for r in result.ingested], fmt))
     if result.failed:
         raise typer.Exit(1)
 
@@ -404,27 +291,13 @@ def sources(fmt: FormatOpt = "table") -> None:
     \b
         auditor sources --format json
     """
+    from auditor.report import views
 
     _check_format(fmt)
     with _open(_settings(), read_only=True) as store:
-        # copies: each gets its issues below (a store row has only the query's columns)
-        rows: list[dict[str, Any]] = [dict(r) for r in store.sources()]
+        rows = store.sources()
         issues = store.issues()
-    by_source: dict[int, list[dict[str, Any]]] = {}
-    for i in issues:
-        by_source.setdefault(i["source_id"], []).append(
-            {k: i[k] for k in ("reason", "lines", "first_line_no", "example")})
-    for r in rows:
-        r["issues"] = by_source.get(r["source_id"], [])
-    if fmt != "table":
-        _out(render_rows(rows, fmt))
-        return
-    _out(render_rows(rows, fmt, columns=[
-        "source_id", "kind", "path", "origin", "observed_at", "lines_total", "lines_unparsed",
-        "records"], title="sources"))
-    if issues:
-        _out(to_table(issues, ["source_id", "path", "reason", "lines", "first_line_no",
-                               "example"], title="lines not used, per reason"))
+    _show(views.sources(rows, issues, fmt))
 
 
 SinceOpt = Annotated[str, typer.Option("--since", help="window length back from --until: 30m, "
@@ -450,6 +323,7 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
         auditor flaps --since 24h --format json
     """
     from auditor.analyse import flaps as flaps_mod
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -458,24 +332,11 @@ def flaps(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "tab
         found = flaps_mod.flaps(store, utc_naive(start), utc_naive(end))
         names = store.node_names()
     rows = [flaps_mod.as_dict(f, names, utc_naive(end)) for f in found]
-    if fmt == "json":
-        _out(to_json(rows))
-        return
-    flat = [{
-        "end A": _end_label(r["ends"][0]),
-        "end B": _end_label(r["ends"][1]) if len(r["ends"]) > 1 else "",
-        "down at": r["down_at"], "up at": r["up_at"] or ("still down" if r["still_down"] else ""),
-        "duration s": r["duration_s"], "sources": ",".join(r["sources"]),
-    } for r in rows]
-    _out(render_rows(flat, fmt, title=f"flaps {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC"))
-
-
-def _end_label(end: dict[str, Any]) -> str:
-    return f"{_name(end)}[{end['port']}]"
+    _show(views.flaps(rows, fmt, start, end))
 
 
 @app.command()
-@_no_collector
+@no_collector
 def suspects(
     since: SinceOpt = "24h",
     until: UntilOpt = None,
@@ -492,9 +353,9 @@ def suspects(
         auditor suspects --since 24h --limit 10
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
-    from auditor.analyse.correlate import gather
     from auditor.analyse.coverage import blind_spots
-    from auditor.analyse.rank import as_json, rank
+    from auditor.analyse.pipeline import RankSettings, rank_window
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -503,44 +364,11 @@ def suspects(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        cfg = settings.ranking
-        evidence = gather(store, utc_naive(start), utc_naive(end), cfg, aliases=settings.aliases)
-        ranked = rank(evidence, cfg)
-        if settings.outcomes.learned_weights:
-            from auditor.analyse.outcomes import reweigh
-
-            ranked = reweigh(store, ranked, utc_naive(end), settings.outcomes,
-                             settings.nightly.verify_days)
-        coverage = blind_spots(store, evidence)
-    data = as_json(evidence, ranked, limit) | {"coverage": coverage.as_json()}
-    if fmt == "json":
-        _out(to_json(data))
-        return
-    rows = [{
-        "rank": s["rank"], "score": s["score"], "component": s["component"],
-        "end A": _label_end(s["ends"][0]),
-        "end B": _label_end(s["ends"][1]) if len(s["ends"]) > 1 else "",
-        "flaps": s["flaps"], "jobs": s["jobs_failed"], "GPU-h": s["gpu_hours_lost"],
-        "evidence": s["evidence"][0] if s["evidence"] else "", "action": s["action"],
-    } for s in data["suspects"]]
-    if fmt == "csv":
-        _out(render_rows(rows, "csv"))
-        return
-    jobs = data["jobs"]
-    _out(f"window {data['window']['since']} .. {data['window']['until']}: "
-         f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
-         f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained")
-    _out(render_rows(rows, "table", title="suspects, best first"))
-    for note in coverage.notes:
-        _out(inert(f"could not see: {note}", None))
-
-
-def _label_end(end: dict[str, Any]) -> str:
-    return f"{_name(end)} {end['label']}".strip()
-
-
-WATCH_COLUMNS = ["rank", "device", "port_name", "serial_number", "part_number", "lane", "rule",
-                 "trend", "days_to_threshold", "threshold", "strength", "strong", "peer"]
+        ranking = rank_window(store, utc_naive(start), utc_naive(end),
+                              RankSettings.from_settings(settings))
+        coverage = blind_spots(store, ranking.evidence)
+    data = ranking.as_json(limit) | {"coverage": coverage.as_json()}
+    _show(views.suspects(data, coverage.notes, fmt))
 
 
 @app.command("watch-list")
@@ -559,6 +387,7 @@ def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
         auditor watch-list --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.optics import as_json, watch_list
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -566,18 +395,7 @@ def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
         found = watch_list(store, utc_naive(start), utc_naive(end), settings.optics)
-    data = as_json(found, settings.optics)
-    if fmt == "json":
-        _out(to_json(data))
-        return
-    rows = [{k: w[k] for k in WATCH_COLUMNS} for w in data["watch"]]
-    if fmt == "csv":
-        _out(render_rows(rows, "csv", columns=WATCH_COLUMNS))
-        return
-    _out(f"window {data['window']['since']} .. {data['window']['until']}: "
-         f"{data['modules']} module(s) read, {data['watched']} watched")
-    _out(render_rows(rows, "table", columns=[c for c in WATCH_COLUMNS if c != "peer"],
-                     title="optics watch list, strongest first"))
+    _show(views.watch_list(as_json(found, settings.optics), fmt))
 
 
 @app.command()
@@ -589,15 +407,16 @@ def events(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "ta
     \b
         auditor events --since 2h --format csv
     """
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
     start, end = _window(since, until)
     with _open(_settings(), read_only=True) as store:
         rows = store.events(utc_naive(start), utc_naive(end))
-    columns = None if fmt != "table" else [
+    columns = [
         "event_at", "state", "device", "port_name", "guid", "port", "origin", "path", "line_no"]
-    _out(render_rows(rows, fmt, columns=columns, title="port events"))
+    _show(views.rows(rows, fmt, columns=columns, title="port events"))
 
 
 @app.command()
@@ -610,19 +429,15 @@ def counters(since: SinceOpt = "24h", until: UntilOpt = None, fmt: FormatOpt = "
     \b
         auditor counters --since 7d --format json
     """
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
     start, end = _window(since, until)
     with _open(_settings(), read_only=True) as store:
-        rows: list[dict[str, Any]] = [dict(r) for r in store.counter_deltas(
-            utc_naive(start), utc_naive(end)) if r["delta"]]  # copies: each gets its name
+        rows = [r for r in store.counter_deltas(utc_naive(start), utc_naive(end)) if r["delta"]]
         names = store.node_names()
-    for r in rows:
-        r["name"] = names.get(r["guid"], (r["guid"], ""))[0]
-    columns = None if fmt != "table" else [
-        "name", "port", "counter", "prev_at", "seen_at", "delta", "reset", "saturated"]
-    _out(render_rows(rows, fmt, columns=columns, title="counter increases"))
+    _show(views.counters(rows, names, fmt))
 
 
 snmp_app = typer.Typer(no_args_is_help=True, help=(
@@ -646,14 +461,14 @@ def snmp_poll(
         auditor --config auditor.toml snmp poll --switch leaf01
     """
     from auditor.ops.switches import poll_snmp
+    from auditor.report import views
 
     _check_format(fmt)
     settings = _settings()
     with _open(settings) as store:
         outcomes = poll_snmp(store, settings, names=switch or None)
-    rows = [{"device": o.device, "status": o.status, "events": o.events, "detail": o.detail}
-            for o in outcomes]
-    _out(render_rows(rows, fmt, title="snmp poll"))
+    _show(views.rows([{"device": o.device, "status": o.status, "events": o.events,
+                       "detail": o.detail} for o in outcomes], fmt, title="snmp poll"))
     if any(o.status != "ok" for o in outcomes):
         raise typer.Exit(1)
 
@@ -667,11 +482,12 @@ def devices(fmt: FormatOpt = "table") -> None:
     \b
         auditor devices --format json
     """
+    from auditor.report import views
 
     _check_format(fmt)
     with _open(_settings(), read_only=True) as store:
         rows = store.device_status()
-    _out(render_rows(rows, fmt, title="devices"))
+    _show(views.rows(rows, fmt, title="devices"))
 
 
 @app.command()
@@ -692,17 +508,13 @@ def demo(
         auditor demo
         auditor --db auditor-demo.duckdb suspects --since 24h
     """
-    from auditor.demo import build_demo, build_scenario_demo
+    from auditor.demo import run_demo
 
-    if captures:
-        _out(build_demo(out))
-        return
-    workdir = out.with_name(out.stem + "-scenario")
-    _out(build_scenario_demo(out, workdir, seed=seed))
+    _out(run_demo(out, captures=captures, seed=seed))
 
 
 @app.command()
-@_no_collector
+@no_collector
 def report(
     out: Annotated[Path, typer.Option("--out", help="folder for replacements.csv, report.html "
                                       "and report.json")],
@@ -720,15 +532,15 @@ def report(
         auditor report --since 24h --out reports/today
     """
     from auditor.analyse.audit import audit
+    from auditor.analyse.pipeline import RankSettings
     from auditor.report.build import build_report, write_report
     from auditor.store import utc_naive
 
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                       verify_days=settings.nightly.verify_days, limit=limit,
-                       cfg=settings.ranking, outcomes=settings.outcomes)
+        result = audit(store, utc_naive(start), utc_naive(end),
+                       RankSettings.from_settings(settings), limit=limit)
     for path in write_report(out, build_report(result)):
         _out(str(path))
 
@@ -755,9 +567,8 @@ def replaced(
     settings = _settings()
     with _open(settings) as store:
         done = record(store, link, part, ticket, _at(at), aliases=settings.aliases)
-    serials = ", ".join(done["old_serials"]) or "unknown"
     _out(f"recorded {done['part']} swap on {done['link']} (ticket {done['ticket']}; old serial "
-         f"number(s): {serials})")
+         f"number(s): {', '.join(done['old_serials']) or 'unknown'})")
 
 
 @app.command("replacements")
@@ -772,22 +583,13 @@ def replacements_cmd(at: AtOpt = None, fmt: FormatOpt = "table") -> None:
         auditor replacements --format json
     """
     from auditor.analyse.replacements import status
+    from auditor.report import views
 
     _check_format(fmt)
     settings = _settings()
     with _open(settings, read_only=True) as store:
         rows = status(store, _at(at), settings.nightly.verify_days)
-    _out(render_rows(rows, fmt, title="replacements"))
-
-
-OUTCOME_COLUMNS = ["suspects", "confirmed", "refuted", "open", "young", "precision",
-                   "median_days_to_fix", "gpu_hours_before_fix", "false_positives_per_night"]
-COHORT_COLUMNS = ["field", "value", "part_number", "parts", "with_incident", "incidents",
-                  "mtbi_days", "share", "rest_share", "p_value", "explained_by"]
-
-
-def _cells(row: Mapping[str, object], columns: list[str]) -> dict[str, object]:
-    return {c: row[c] for c in columns}
+    _show(views.rows(rows, fmt, title="replacements"))
 
 
 @app.command("outcomes")
@@ -813,6 +615,7 @@ def outcomes_cmd(
     """
     from auditor.analyse.cohorts import cohorts
     from auditor.analyse.outcomes import judge
+    from auditor.report import views
     from auditor.report.build import outcomes_section
     from auditor.store import utc_naive
 
@@ -823,37 +626,7 @@ def outcomes_cmd(
         judged = judge(store, utc_naive(start), utc_naive(end), settings.outcomes,
                        settings.nightly.verify_days)
         section = outcomes_section(judged, cohorts(store, judged))
-    if fmt == "json":
-        _out(to_json(section))
-        return
-    rows = [{"by": by, **_cells(g, ["name", *OUTCOME_COLUMNS])}
-            for by, groups in (("rule", section["rules"]), ("verdict", section["verdicts"]),
-                               ("all", [section["overall"]]))
-            for g in groups]
-    if fmt == "csv":
-        _out(render_rows(rows, "csv", columns=["by", "name", *OUTCOME_COLUMNS]))
-        return
-    _out(f"window {section['window']['since']} .. {section['window']['until']}: "
-         f"{section['nights']} nightly run(s), {section['overall']['suspects']} suspect(s) "
-         f"judged by what followed ({section['unjudged']} whole-switch or host event(s) not "
-         f"judged); refuted also when a link stays clean {section['clean_days']:g} days")
-    _out(render_rows([r for r in rows if r["by"] != "verdict"], "table",
-                     columns=["name", *OUTCOME_COLUMNS], title="per rule"))
-    _out(render_rows([r for r in rows if r["by"] == "verdict"], "table",
-                     columns=["name", *OUTCOME_COLUMNS], title="per verdict"))
-    if section["learned_weights"] is not None:
-        _out(render_rows(section["learned_weights"], "table", title="learned weights"))
-    co = section["cohorts"]
-    _out(f"cohorts: {co['parts']} part(s) watched {co['days']:g} days, {co['with_incident']} "
-         f"with an incident, fleet MTBI {co['mtbi_days'] if co['mtbi_days'] is not None else '-'}"
-         " part-days")
-    for finding in co["findings"]:
-        _out(f"  finding: {finding}")
-    shown = [g for g in co["groups"] if g["flagged"]] or co["groups"][:10]
-    _out(render_rows([_cells(g, COHORT_COLUMNS) for g in shown], "table",
-                     columns=COHORT_COLUMNS,
-                     title="flagged cohorts" if any(g["flagged"] for g in shown)
-                     else "cohorts (none flagged)"))
+    _show(views.outcomes(section, fmt))
 
 
 @app.command("nightly")
@@ -878,38 +651,12 @@ def nightly_cmd(
     \b
         30 2 * * * cd /srv/auditor && .venv/bin/auditor --config auditor.toml nightly
     """
-    import logging
+    from auditor.ops.nightly import nightly_logged
 
-    from auditor.ops.nightly import run_nightly
-    from auditor.ops.runlog import secret_values, setup_logging, teardown_logging
-
-    settings = _settings()
-    interactive = sys.stdout.isatty()
-    setup_logging(settings.log_file, interactive, secret_values(settings))
-    log = logging.getLogger("auditor.nightly")
-    try:
-        end = None
-        if until:
-            from auditor.timeparse import parse_instant
-
-            end = parse_instant(until, "--until")
-        result = run_nightly(settings, interactive=interactive, do_sweep=not no_sweep,
-                             until=end, metrics_file=metrics)
-    except AuditorError as exc:
-        # Cron's only record is the log file: the failure goes there, and (through the log's
-        # console handler) once on stderr.
-        for line in exc.messages():
-            log.error("%s", line)
-        raise typer.Exit(exc.exit_code) from None
-    except Exception:
-        log.exception("nightly run crashed")
-        raise typer.Exit(1) from None
-    finally:
-        teardown_logging()
-    if interactive:
-        _out(f"report: {result.folder}  ({len(result.new)} new suspect(s), "
-             f"{len(result.failed_sources)} failed source(s))")
-    raise typer.Exit(result.exit_code)
+    code, said = nightly_logged(_settings(), sys.stdout.isatty(), no_sweep, until, metrics)
+    if said:
+        _out(said)
+    raise typer.Exit(code)
 
 
 @app.command("export")
@@ -938,7 +685,9 @@ def export_cmd(
         auditor export --out /srv/fabric-history --since 30d
         auditor export --out /srv/fabric-history --fabric pod2 --since 2d
     """
+    from auditor.analyse.pipeline import RankSettings
     from auditor.ops.export import check_fabric, export
+    from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
@@ -946,17 +695,13 @@ def export_cmd(
     name = check_fabric(fabric or settings.db.name.removesuffix(".duckdb"))
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        done = export(store, out, name, utc_naive(start), utc_naive(end), settings.ranking,
-                      settings.aliases, settings.outcomes, takeover)
+        done = export(store, out, name, utc_naive(start), utc_naive(end),
+                      RankSettings.from_settings(settings), takeover)
     for warning in done.warnings:
         typer.echo(inert(f"warning: {warning}", None), err=True)
-    rows = [{"fabric": done.fabric, "first_day": done.days[0], "last_day": done.days[-1],
-             "days": len(done.days), "files": done.files, "out": str(out)}]
-    _out(render_rows(rows, fmt, title="export"))
-
-
-def _port_label(name: str | None, port: int | None) -> str:
-    return f"{name}[{port}]" if port is not None else str(name)
+    _show(views.rows([{"fabric": done.fabric, "first_day": done.days[0],
+                       "last_day": done.days[-1], "days": len(done.days), "files": done.files,
+                       "out": str(out)}], fmt, title="export"))
 
 
 @app.command("fleet")
@@ -979,28 +724,14 @@ def fleet_cmd(
         auditor fleet /srv/fabric-history --format json
     """
     from auditor.ops.export import fleet
+    from auditor.report import views
 
     _check_format(fmt)
     start, end = _window(since, until)
     data = fleet(exports, start, end)
     for warning in data["warnings"]:
         typer.echo(inert(f"warning: fleet: {warning}", None), err=True)
-    if fmt == "json":
-        _out(to_json(data))
-        return
-    rows = [{
-        "fabric": r["fabric"], "day": r["day"], "rank": r["rank"], "component": r["component"],
-        "score": r["score"], "end A": _port_label(r["a_name"], r["a_port"]),
-        "end B": _port_label(r["b_name"], r["b_port"]) if r["b_guid"] else "",
-        "flaps": r["flaps"], "jobs": r["jobs_failed"], "GPU-h": r["gpu_hours_lost"],
-        "action": r["action"],
-    } for r in data["suspects"]]
-    if fmt == "csv":
-        _out(render_rows(rows, "csv"))
-        return
-    _out(render_rows(data["fabrics"], "table", title=f"fabrics {data['days'][0]} .. "
-                     f"{data['days'][1]}"))
-    _out(render_rows(rows, "table", title="suspects, per fabric and day, best first"))
+    _show(views.fleet(data, fmt))
 
 
 @app.command("metrics")
@@ -1019,6 +750,7 @@ def metrics_cmd(
         auditor metrics --textfile /var/lib/node_exporter/textfile/auditor.prom
     """
     from auditor.analyse.audit import audit
+    from auditor.analyse.pipeline import RankSettings
     from auditor.report.build import build_report
     from auditor.report.prometheus import render, write_textfile
     from auditor.store import utc_naive
@@ -1026,8 +758,8 @@ def metrics_cmd(
     settings = _settings()
     start, end = _window(since, until)
     with _open(settings, read_only=True) as store:
-        result = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                       verify_days=settings.nightly.verify_days, cfg=settings.ranking)
+        result = audit(store, utc_naive(start), utc_naive(end),
+                       RankSettings.from_settings(settings), judge=False)
         sources = store.sources()
     write_textfile(textfile, render(build_report(result), sources))
     _out(str(textfile))
@@ -1114,69 +846,17 @@ def simulate(
         auditor simulate --out /tmp/weeks --outcomes --days 28 --hosts 16
         auditor simulate --out /tmp/crash --realistic --reboots 3 --host-records slurm
     """
-    from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
+    from auditor.simulate.command import run_simulate
 
-    options: ScenarioOptions = {**REALISTIC} if realistic else {}
-    try:
-        if rails is not None:
-            options["hcas_per_host"] = rails
-        if nccl_versions is not None:
-            options["nccl_versions"] = tuple(v.strip() for v in nccl_versions.split(","))
-        if ib_timeouts is not None:
-            words = [v.strip() for v in ib_timeouts.split(",")]
-            if not all(v.lower() in ("default", "none") or v.isdigit() for v in words):
-                raise ValueError(f"--ib-timeouts {ib_timeouts!r}: numbers or `default`")
-            options["ib_timeouts"] = tuple(
-                None if v.lower() in ("default", "none") else int(v) for v in words)
-        given = {"info_share": info_share, "nccl_stamps": nccl_stamps,
-                 "channel_lines": channel_lines, "launcher_prefixes": launcher_prefixes,
-                 "sacct_steps": sacct_steps, "lost_switch_logs": lost_switch_logs,
-                 "optics": optics or None, "ageing_optics": ageing_optics,
-                 "harmless_flaps": harmless_flaps, "host_reboots": reboots,
-                 "host_records": host_records}
-        options.update({k: v for k, v in given.items() if v is not None})  # type: ignore[typeddict-item]
-        if outcomes:
-            options["outcomes"] = True
-        truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
-                         days=days, **options)
-    except ValueError as exc:
-        raise AuditorError(f"simulate: {exc}") from None
-    ageing = f", {len(truth.ageing_optics)} ageing transceiver(s)" if optics else ""
-    harmless = (f", {len(truth.harmless_links)} harmless link(s)" if truth.harmless_links
-                else "")
-    crashed = (f", {len(truth.host_reboots)} host reboot(s) killing "
-               f"{len(truth.host_failed_jobs)} job(s) (host records: {truth.host_records})"
-               if truth.host_reboots else "")
-    _out(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
-         f"{len(truth.switch_reboots)} switch reboot(s){crashed}, {truth.jobs_total} jobs"
-         f"{ageing}; ground truth in {out / 'truth.json'}")
-    if outcomes:
-        import json
-
-        campaign = json.loads((out / "truth.json").read_text(encoding="utf-8"))["outcomes"]
-        swaps = [s for f in campaign["faults"] for s in f["swaps"]]
-        _out(f"outcomes campaign: {len(campaign['faults'])} faulty link(s) "
-             f"({campaign['bad_lot_faults']} in bad lot {campaign['bad_lot']}), "
-             f"{len(campaign['noise'])} one-off flap(s), {len(swaps)} swap(s) "
-             f"({sum(not s['right'] for s in swaps)} of the wrong part) in "
-             f"{out / 'replacements.csv'}")
-
-
-# main_options' options that take a value: skipped when looking for the command's name.
-_GLOBAL_WITH_VALUE = ("--db", "--config", "-c")
-
-
-def _named_command(argv: list[str]) -> str | None:
-    """The command a command line names after the global options, if it is plain to see."""
-    i = 0
-    while i < len(argv):
-        if argv[i] in _GLOBAL_WITH_VALUE:
-            i += 2
-        elif argv[i].startswith(("--db=", "--config=")):
-            i += 1
-        else:
-            return None if argv[i].startswith("-") else argv[i]
-    return None
+    for line in run_simulate(
+            out, seed=seed, spines=spines, leaves=leaves, hosts=hosts, days=days,
+            realistic=realistic, rails=rails, nccl_versions=nccl_versions,
+            ib_timeouts=ib_timeouts, info_share=info_share, nccl_stamps=nccl_stamps,
+            channel_lines=channel_lines, launcher_prefixes=launcher_prefixes,
+            sacct_steps=sacct_steps, lost_switch_logs=lost_switch_logs, optics=optics,
+            ageing_optics=ageing_optics, harmless_flaps=harmless_flaps, reboots=reboots,
+            host_records=host_records, outcomes=outcomes):
+        _out(line)
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
@@ -1188,7 +868,7 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
     from typer.main import get_command_name
 
-    name = _named_command(argv)
+    name = named_command(argv)
     commands = [c for c in app.registered_commands if name is not None and name == (
         c.name or get_command_name(c.callback.__name__ if c.callback else ""))]
     groups = [g for g in app.registered_groups if name is not None and g.name == name]
@@ -1200,13 +880,7 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    # A command makes hundreds of thousands of small objects (a 4,096-host fabric, its jobs
-    # and events) and almost no reference cycles, yet CPython's default collector thresholds
-    # had `suspects --since 24h` spend 0.2 s of its 0.95 s collecting. What the imports made
-    # is moved out of the collector's sight, and it runs less often (measured: 24h 0.93 ->
-    # 0.73 s, 30d 2.8 -> 2.15 s, the same peak memory).
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    tune_collector()
     try:
         _app_for(sys.argv[1:])()
     except AuditorError as exc:  # raised outside a command (the commands' are handled above)

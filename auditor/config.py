@@ -223,6 +223,11 @@ class RankingSettings:
     ber_limits: dict[str, float] = field(default_factory=dict)
     ber_fec: dict[str, int] = field(default_factory=dict)
     link_error_recovery_per_hour: float = 300.0  # NVSentinel: > 5 per minute
+    # PortRcvErrors an hour above which a port is erroring even without a known BER.
+    port_rcv_errors_per_hour: float = 100.0
+    # Points per unit of any rule of auditor/analyse/rules.py, by name ({"flaps" = 1.5});
+    # the rules table's own weights otherwise.
+    weights: dict[str, float] = field(default_factory=dict)
     common_mode_min_ports: int = 3
     common_mode_fraction: float = 0.5
     # A host's rails down within 30 s of each other are one host event when they are this share

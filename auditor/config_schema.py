@@ -279,6 +279,8 @@ class RankingTable(_Table):
     common_mode_min_ports: Count | None = None
     common_mode_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
     host_event_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    port_rcv_errors_per_hour: Annotated[float, Field(gt=0)] | None = None
+    weights: dict[str, Annotated[float, Field(ge=0, le=1000)]] | None = None
     host_event_min_rails: Annotated[int, Field(ge=2)] | None = None
     nccl_version: Annotated[str, AfterValidator(_nccl_version)] | None = None
     # A 5-bit field of the QP (IBTA 9.7.6.1.3); 0 = NCCL's default.

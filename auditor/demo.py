@@ -38,8 +38,7 @@ def _fresh(out: Path, allowed: Path) -> None:
 
 def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
     """Generate a scenario under `workdir`, ingest it into `out`, return the suspects table."""
-    from auditor.analyse.correlate import gather
-    from auditor.analyse.rank import as_json, rank
+    from auditor.analyse.pipeline import rank_window
     from auditor.simulate.evaluate import load_scenario
     from auditor.simulate.scenario import generate
     from auditor.store import utc_naive
@@ -54,9 +53,8 @@ def build_scenario_demo(out: Path, workdir: Path, seed: int = 7) -> str:
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(out, read_only=True) as store:
-        ev = gather(store, since, until)
+        data = rank_window(store, since, until).as_json(limit=8)
         topo = fabric.topology(store, until)
-    data = as_json(ev, rank(ev), limit=8)
     rows = [{
         "rank": s["rank"], "score": s["score"], "verdict": s["component"],
         "end A": f"{s['ends'][0]['name']} {s['ends'][0]['label']}".strip(),
@@ -105,3 +103,11 @@ def build_demo(out: Path) -> str:
         f"next: auditor --db {out} topology   |   auditor --db {out} links --format json",
     ]
     return "\n".join(lines)
+
+
+def run_demo(out: Path, captures: bool = False, seed: int = 7) -> str:
+    """`auditor demo`: the scenario demo (its files beside `out`), or with `captures` the
+    fabric-health demo from the real captures shipped in the package."""
+    if captures:
+        return build_demo(out)
+    return build_scenario_demo(out, out.with_name(out.stem + "-scenario"), seed=seed)

@@ -1,7 +1,7 @@
 """The fabric as a multigraph, and the path questions the correlation asks of it.
 
 Nodes are node GUIDs; every physical link is one edge (parallel cables between the same two
-switches are separate edges) keyed by its canonical `LinkKey`.
+switches are separate edges) keyed by its canonical `EdgeKey`.
 
 `FabricGraph` is a plain adjacency map with the part of networkx's MultiGraph interface the
 analysis uses (`nodes[guid]`, `neighbors`, `g[u][v]`, `edges(nbunch, keys=True)`), in the same
@@ -16,19 +16,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from auditor.models import Fabric, Link, NodeType
+from auditor.models import EdgeKey, Fabric, Link, NodeType
 
 if TYPE_CHECKING:
     import networkx as nx
 
-LinkKey = tuple[str, int, str, int]
 # the switches in order, each one's place in it, and each one's switch neighbours as bits
 _Masks = tuple[list[str], dict[str, int], list[int]]
 # shortest hop count, distances from each end's switches, the switch links on the paths
-SwitchPaths = tuple[int, dict[str, int], dict[str, int], frozenset[LinkKey]]
+SwitchPaths = tuple[int, dict[str, int], dict[str, int], frozenset[EdgeKey]]
 
 
-def link_key(link: Link) -> LinkKey:
+def link_key(link: Link) -> EdgeKey:
     return (link.a_guid, link.a_port, link.b_guid, link.b_port)
 
 
@@ -42,8 +41,8 @@ class FabricGraph:
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
-        self.adj: dict[str, dict[str, dict[LinkKey, Link]]] = {}
-        self.links: dict[LinkKey, tuple[str, str, Link]] = {}
+        self.adj: dict[str, dict[str, dict[EdgeKey, Link]]] = {}
+        self.links: dict[EdgeKey, tuple[str, str, Link]] = {}
         self._switch_adj: dict[str, set[str]] | None = None
         self._masks: _Masks | None = None
         # _switch_paths', distances_from's and uplinks' answers; emptied whenever the graph
@@ -52,7 +51,7 @@ class FabricGraph:
         self.dist_cache: dict[frozenset[str], dict[str, int]] = {}
         # per start set, the switches at 0, 1, 2... hops from it (bit i: _Masks' switch i)
         self.layer_cache: dict[frozenset[str], list[int]] = {}
-        self.uplink_cache: dict[str, list[LinkKey]] = {}
+        self.uplink_cache: dict[str, list[EdgeKey]] = {}
 
     def add_node(self, guid: str, **attrs: Any) -> None:
         self.nodes.setdefault(guid, {}).update(attrs)
@@ -67,7 +66,7 @@ class FabricGraph:
         self.layer_cache.clear()
         self.uplink_cache.clear()
 
-    def add_edge(self, u: str, v: str, key: LinkKey, link: Link) -> None:
+    def add_edge(self, u: str, v: str, key: EdgeKey, link: Link) -> None:
         for guid in (u, v):
             if guid not in self.nodes:
                 self.add_node(guid)
@@ -86,14 +85,14 @@ class FabricGraph:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def __getitem__(self, guid: str) -> dict[str, dict[LinkKey, Link]]:
+    def __getitem__(self, guid: str) -> dict[str, dict[EdgeKey, Link]]:
         return self.adj[guid]
 
     def neighbors(self, guid: str) -> Iterator[str]:
         return iter(self.adj[guid])
 
     def edges(self, nbunch: str | Iterable[str], keys: bool = True
-              ) -> Iterator[tuple[str, str, LinkKey]]:
+              ) -> Iterator[tuple[str, str, EdgeKey]]:
         """(u, v, key) of every edge at the nodes of `nbunch`, each edge once (networkx's
         order: nodes in the order given, then neighbours in the order their edges came)."""
         if not keys:
@@ -184,12 +183,12 @@ def host_guids(g: FabricGraph, host: str) -> list[str]:
     )
 
 
-def node_links(g: FabricGraph, guid: str) -> list[LinkKey]:
+def node_links(g: FabricGraph, guid: str) -> list[EdgeKey]:
     """Every link of one node (a switch's cables, or a host HCA's cable)."""
     return sorted(k for _, _, k in g.edges(guid, keys=True))
 
 
-def host_links(g: FabricGraph, host: str) -> list[LinkKey]:
+def host_links(g: FabricGraph, host: str) -> list[EdgeKey]:
     return sorted({k for guid in host_guids(g, host) for k in node_links(g, guid)})
 
 
@@ -204,7 +203,7 @@ def leaves(g: FabricGraph) -> list[str]:
     return sorted(n for n in g if is_leaf(g, n))
 
 
-def uplinks(g: FabricGraph, leaf: str) -> list[LinkKey]:
+def uplinks(g: FabricGraph, leaf: str) -> list[EdgeKey]:
     """The links from a leaf switch to other switches."""
     # Kept per graph: a month's ranking asks for the uplinks of the leaves of every failed job,
     # the same 128 leaves 1,200 times (70 ms of `suspects --since 30d`, issue #13).
@@ -269,7 +268,7 @@ def _switch_paths(g: FabricGraph, a: frozenset[str], b: frozenset[str]
     da, db = g.distances_from(a), g.distances_from(b)
     # The nearest of a to b is as far as a and b are: no path is shorter than that.
     best = min((db[n] for n in a if n in db), default=None)
-    found: set[LinkKey] = set()
+    found: set[EdgeKey] = set()
     if best is not None:
         # A link u-v lies on a shortest path when u is k hops from a and best - k from b, and
         # v one hop nearer b: per k, one AND of layer masks finds the u, another their v (a
@@ -289,12 +288,12 @@ def _switch_paths(g: FabricGraph, a: frozenset[str], b: frozenset[str]
 
 def links_between(
     g: FabricGraph, sources: Iterable[str], targets: Iterable[str]
-) -> list[LinkKey]:
+) -> list[EdgeKey]:
     """Every link on any shortest path between any of `sources` and any of `targets` (node
     GUIDs): in a fat tree, the cables that traffic between them can take under any routing.
     HCAs never forward traffic, so paths run through switches only."""
     adj = g.switch_adjacency()
-    found: set[LinkKey] = set()
+    found: set[EdgeKey] = set()
     targets = list(targets)
     for src in sources:
         for dst in targets:
@@ -316,6 +315,6 @@ def links_between(
     return sorted(found)
 
 
-def links_between_hosts(g: FabricGraph, host_a: str, host_b: str) -> list[LinkKey]:
+def links_between_hosts(g: FabricGraph, host_a: str, host_b: str) -> list[EdgeKey]:
     """The links traffic between two hosts can cross (their HCA cables and the switch paths)."""
     return links_between(g, host_guids(g, host_a), host_guids(g, host_b))

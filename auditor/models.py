@@ -20,6 +20,15 @@ class NodeType(StrEnum):
     ROUTER = "router"
 
 
+# The keys the stages share (issue #22: one of each). A port is (node GUID, port number); a link
+# is its one or two ends, sorted (one end: a port whose peer no snapshot knows); an edge of the
+# fabric graph is the cable as the graph keys it, (a GUID, a port, b GUID, b port), either end
+# first.
+PortKey = tuple[str, int]
+LinkKey = tuple[PortKey, ...]
+EdgeKey = tuple[str, int, str, int]
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A node as one capture printed it (switch or HCA)."""

@@ -40,6 +40,7 @@ from typer.testing import CliRunner
 
 from auditor.analyse.audit import audit
 from auditor.analyse.outcomes import remember
+from auditor.analyse.pipeline import RankSettings
 from auditor.cli import app
 from auditor.config import Settings, load
 from auditor.ops.nightly import run_nightly
@@ -95,9 +96,7 @@ def replay(root: Path, folder: Path, truth: dict[str, Any], full: bool) -> tuple
         # What run_nightly does, without writing the report files.
         with Store(db, read_only=True) as store:
             audited = audit(store, utc_naive(until - timedelta(hours=24)), utc_naive(until),
-                            aliases=settings.aliases, verify_days=settings.nightly.verify_days,
-                            limit=settings.nightly.limit, cfg=settings.ranking,
-                            outcomes=settings.outcomes)
+                            RankSettings.from_settings(settings), limit=settings.nightly.limit)
         with Store(db) as store, store.transaction():
             remember(store, audited, utc_naive(until))
     return db, days

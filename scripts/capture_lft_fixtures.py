@@ -3,7 +3,7 @@
 Developer script (needs ibsim-utils, infiniband-diags and opensm): writes the `.txt` captures
 under tests/fixtures/{dump_lfts,opensm_lfts,opensm_fdbs,ibtracert}/ and, for a capture with no
 `.json` yet, a `.json` holding only its "about": the expected records are written in by hand
-(tests/test_lft_parsers.py prints what the parser makes of a capture whose `.json` has none).
+(tests/test_fixtures.py prints what the parser makes of a capture whose `.json` has none).
 
     python scripts/capture_lft_fixtures.py
 

@@ -196,20 +196,20 @@ def test_suspects_runs_without_the_collector_and_turns_it_back_on(tmp_path: Path
     db = tmp_path / "d.duckdb"
     assert CliRunner().invoke(app, ["--db", str(db), "ingest", str(SNAP1 / "iblinkinfo.txt")]
                               ).exit_code == 0
-    from auditor.analyse import correlate
+    from auditor.analyse import pipeline
 
     seen: list[bool] = []
-    real = correlate.gather
+    real = pipeline.gather
 
     def spy(*args: object, **kwargs: object) -> object:
         seen.append(gc.isenabled())
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    correlate.gather = spy  # type: ignore[assignment]
+    pipeline.gather = spy  # type: ignore[assignment]
     try:
         assert gc.isenabled()
         res = CliRunner().invoke(app, ["--db", str(db), "suspects", "--format", "json"])
     finally:
-        correlate.gather = real
+        pipeline.gather = real
     assert res.exit_code == 0, res.output
     assert seen == [False] and gc.isenabled()

@@ -260,7 +260,7 @@ def test_two_hosts_sharing_a_guid_do_not_move_a_cable(tmp_path: Path, db: Path) 
     switch port is up with no peer ("Port not available"). That is reported, and neither a
     moved cable nor a down port nor a link-down event (of that port, or of gpu-node-05's cable
     whose GUID vanished) comes of it."""
-    from auditor.ingest.duplicates import UNPLACED_ISSUE
+    from auditor.ingest.guid_clashes import UNPLACED_ISSUE
 
     with IbSim(write_net_file(TREE), tmp_path / "sim") as sim:
         sim.opensm_once()

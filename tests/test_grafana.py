@@ -19,8 +19,8 @@ import pytest
 from auditor.analyse.audit import audit
 from auditor.demo import build_demo
 from auditor.report.build import build_report
+from auditor.report.document import Report
 from auditor.report.prometheus import render
-from auditor.report.schema import Report
 from auditor.store import Store
 from tests.promtext import ExpositionError, parse
 

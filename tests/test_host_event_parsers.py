@@ -1,7 +1,8 @@
-"""Fixture, unit and fuzz tests for the host-event parsers (issue #20): `sacctmgr show event -P`,
+"""Unit and fuzz tests for the host-event parsers (issue #20): `sacctmgr show event -P`,
 slurmctld.log, and a host's boot records (`journalctl --list-boots`, `last -x`).
 
-Every `tests/fixtures/{slurm_events,slurmctld,boots}/<case>.txt` is parsed with the "params" of
+Their fixtures run in tests/test_fixtures.py: every
+`tests/fixtures/{slurm_events,slurmctld,boots}/<case>.txt` is parsed with the "params" of
 `<case>.json` (tz: null = UTC, "+01:00", or an IANA name; boots also host, year, reference) and
 compared with its "events" (records without `message`, times as ISO-8601 UTC), "unparsed"
 ([line_no, reason] pairs) and "ignored", or with its "error" ({line_no, reason}) when the whole
@@ -20,7 +21,6 @@ input must be refused. Each .json's "about" says where the capture came from:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -33,17 +33,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import ParseError
-from auditor.models import HOST_EVENT_KINDS, HostEvent, HostEventsResult
+from auditor.models import HostEventsResult
 from auditor.parse._hostevents import OTHER, UP, state_kind
 from auditor.parse.boots import parse_boots
 from auditor.parse.dmesg import parse_dmesg
 from auditor.parse.slurm_events import parse_slurm_events
 from auditor.parse.slurmctld import parse_slurmctld
 from tests.strategies import near_miss
+from tests.test_fixtures import check_host_event_invariants as check_invariants
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KINDS = ("slurm_events", "slurmctld", "boots")
-CASES = sorted(p for kind in KINDS for p in (FIXTURES / kind).glob("*.txt"))
 BERLIN = ZoneInfo("Europe/Berlin")
 CHICAGO = ZoneInfo("America/Chicago")
 
@@ -60,63 +60,6 @@ def _tz(spec: str | None) -> tzinfo:
 
 def _when(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
-
-
-def event_record(event: HostEvent) -> dict[str, Any]:
-    record = dataclasses.asdict(event)
-    del record["message"]
-    record.update(at=_when(event.at), end_at=_when(event.end_at))
-    return record
-
-
-def _run(kind: str, text: str, params: dict[str, Any]) -> HostEventsResult:
-    tz = _tz(params["tz"])
-    if kind == "slurm_events":
-        return parse_slurm_events(text, tz=tz)
-    if kind == "slurmctld":
-        return parse_slurmctld(text, tz=tz)
-    reference = params.get("reference")
-    return parse_boots(text, host=params["host"], tz=tz, year=params.get("year"),
-                       reference=datetime.fromisoformat(reference) if reference else None)
-
-
-def check_invariants(result: HostEventsResult, text: str) -> None:
-    lines = text.replace("\r\n", "\n").split("\n")
-    for event in result.events:
-        assert event.kind in HOST_EVENT_KINDS
-        assert event.at.utcoffset() == timedelta(0)
-        assert event.end_at is None or event.end_at.utcoffset() == timedelta(0)
-        assert event.end_at is None or event.end_at >= event.at
-        assert event.host and " " not in event.host
-        assert 1 <= event.line_no <= len(lines)
-        assert event.message and event.message in lines[event.line_no - 1]
-        assert len(event.reason) <= 200
-    for line_no, line, reason in result.unparsed:
-        assert lines[line_no - 1] == line and reason
-    assert result.ignored >= 0
-
-
-# --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
-def test_host_event_fixture(path: Path) -> None:
-    text = path.read_text()
-    expected = json.loads(path.with_suffix(".json").read_text())
-    assert expected["about"]
-    kind = path.parent.name
-    if "error" in expected:
-        with pytest.raises(ParseError) as err:
-            _run(kind, text, expected["params"])
-        assert err.value.line_no == expected["error"]["line_no"]
-        assert err.value.reason == expected["error"]["reason"]
-        assert err.value.line == text.split("\n")[err.value.line_no - 1]
-        return
-    result = _run(kind, text, expected["params"])
-    assert [event_record(e) for e in result.events] == expected["events"]
-    assert [[n, reason] for n, _, reason in result.unparsed] == expected["unparsed"]
-    assert result.ignored == expected["ignored"]
-    check_invariants(result, text)
 
 
 def test_every_host_event_parser_has_fixtures() -> None:

@@ -100,3 +100,35 @@ def test_a_job_file_ingest_imports_no_log_or_optics_ingester(tmp_path: Path) -> 
     names = _imported(code)
     assert "auditor.ingest.jobs" in names
     assert not {"auditor.ingest.logs", "auditor.ingest.optics"} & names
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after `code` (sys.modules: `-X importtime` does not
+    list what importlib.import_module imports, as the registry of kinds does)."""
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(*sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_the_help_imports_no_parser_and_no_ingester() -> None:
+    """`--kind`'s help comes from the registry of kinds, which names its parsers as text."""
+    code = ("import sys\nimport auditor.cli as c\nsys.argv = ['auditor', 'ingest', '--help']\n"
+            "try:\n    c.main()\nexcept SystemExit:\n    pass")
+    names = _modules_after(code)
+    assert "auditor.ingest.kinds" in names
+    assert {n for n in names if n.startswith(("auditor.parse", "auditor.ingest."))} == {
+        "auditor.ingest.kinds"}
+
+
+def test_a_sacct_ingest_imports_only_the_sacct_parser(tmp_path: Path) -> None:
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|State|Start|End|NodeList\n"
+                     "1|COMPLETED|2026-11-30T01:00:00|2026-11-30T02:00:00|gpu-[001-002]\n")
+    code = ("import sys\nimport auditor.cli as c\n"
+            f"sys.argv = ['auditor', '--db', {str(tmp_path / 'x.duckdb')!r}, 'ingest', "
+            f"'--kind', 'sacct', '--format', 'json', {str(sacct)!r}]\n"
+            "try:\n    c.main()\nexcept SystemExit as e:\n    assert not e.code, e.code")
+    from auditor.ingest import kinds
+
+    parsers = {k.parse.partition(":")[0] for k in kinds.KINDS if k.family is not None}
+    assert parsers & _modules_after(code) == {"auditor.parse.sacct"}

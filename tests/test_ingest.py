@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from auditor import sql
 from auditor.errors import AuditorError
-from auditor.ingest.captures import _first_lines, detect_kind, ingest_files
+from auditor.ingest.captures import detect_kind, ingest_files
+from auditor.ingest.kinds import first_lines
 from auditor.models import Job, JobTable
 from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.sacct import parse_sacct
@@ -207,7 +208,7 @@ def test_two_nodes_with_one_guid_in_one_capture_are_kept_apart(db: Path) -> None
     and both descriptions, `sources` counts it, and neither a moved cable nor a link-down event
     comes of it."""
     from auditor.analyse import topology as fabric
-    from auditor.ingest.duplicates import ISSUE
+    from auditor.ingest.guid_clashes import ISSUE
 
     clean = FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"
     clash = FIXTURES / "ibnetdiscover" / "edited_duplicate_caguid_two_hosts.txt"
@@ -308,4 +309,4 @@ def test_a_counter_past_the_stores_range_is_refused_whole(tmp_path: Path, db: Pa
 def test_recognition_reads_the_lines_splitlines_gives(text: str) -> None:
     """detect_kind reads a capture's head a growing chunk at a time (#13); the lines are the
     ones str.splitlines gives, a CRLF or a long line across a chunk's end included."""
-    assert list(_first_lines(text)) == text.splitlines()
+    assert list(first_lines(text)) == text.splitlines()

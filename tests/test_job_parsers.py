@@ -1,10 +1,11 @@
-"""Fixture, error and fuzz tests for the scheduler-side parsers: Slurm hostlists, sacct -P,
+"""Error, unit and fuzz tests for the scheduler-side parsers: Slurm hostlists, sacct -P,
 jobcomp/filetxt, generic jobs JSONL, /etc/hosts and the maintenance-window CSV.
 
-Every `tests/fixtures/{sacct,jobcomp,jobs_jsonl}/<case>.txt` is parsed with the "params" of
-`<case>.json` (tz: null = UTC, "+01:00", or an IANA name) and compared with its "jobs" (full
-records, times as ISO-8601 UTC), "skipped_steps" and "unparsed" ([line_no, reason] pairs), or
-with its "error" ({line_no, reason}) when the whole input must be refused.
+Their fixtures run in tests/test_fixtures.py: every `tests/fixtures/{sacct,jobcomp,jobs_jsonl}/
+<case>.txt` is parsed with the "params" of `<case>.json` (tz: null = UTC, "+01:00", or an IANA
+name) and compared with its "jobs" (full records, times as ISO-8601 UTC), "skipped_steps" and
+"unparsed" ([line_no, reason] pairs), or with its "error" ({line_no, reason}) when the whole
+input must be refused.
 
 Fixture provenance:
 * sacct/slurmdbd_*, sacct/completion_c_*, sacct/loopback_*, sacct/fixed_width_truncated_error
@@ -25,11 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -37,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import ParseError
-from auditor.models import HostAddress, Job, JobTable
+from auditor.models import Job, JobTable
 from auditor.parse import hostlist, sacct
 from auditor.parse._jobs import TEXT_MAX, parse_slurm_time
 from auditor.parse.hostlist import (
@@ -51,6 +50,7 @@ from auditor.parse.jobcomp import JobsResult, parse_jobcomp, parse_jobs_jsonl
 from auditor.parse.maintenance import check_target, parse_maintenance
 from auditor.parse.sacct import parse_sacct
 from tests.strategies import NEAR_MISS, near_miss
+from tests.test_fixtures import check_jobs_invariants
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JobParser = Callable[..., JobsResult]
@@ -73,110 +73,6 @@ def _tz(spec: str | None) -> tzinfo:
         hours, minutes = spec[1:].split(":")
         return timezone(sign * timedelta(hours=int(hours), minutes=int(minutes)))
     return ZoneInfo(spec)
-
-
-def _when(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
-
-
-def job_record(job: Job) -> dict[str, Any]:
-    record = dataclasses.asdict(job)
-    record.update(start=_when(job.start), end=_when(job.end), nodes=list(job.nodes))
-    return record
-
-
-def jobs_summary(result: JobsResult) -> dict[str, Any]:
-    return {
-        "jobs": [job_record(j) for j in result.jobs],
-        "skipped_steps": result.skipped_steps,
-        "unparsed": [[line_no, reason] for line_no, _, reason in result.unparsed],
-    }
-
-
-def host_record(host: HostAddress) -> dict[str, Any]:
-    record = dataclasses.asdict(host)
-    record["aliases"] = list(host.aliases)
-    return record
-
-
-def check_jobs_invariants(result: JobsResult, text: str) -> None:
-    lines = text.replace("\r\n", "\n").split("\n")
-    for job in result.jobs:
-        for moment in (job.start, job.end):
-            assert moment is None or moment.utcoffset() == timedelta(0)
-        assert job.start is None or job.end is None or job.start <= job.end
-        assert job.state == job.state.upper() and " " not in job.state
-        assert all(job.nodes)
-        assert 1 <= job.line_no <= len(lines)
-    numbers = [j.line_no for j in result.jobs] + [u[0] for u in result.unparsed]
-    assert len(numbers) == len(set(numbers)), "a line counted twice"
-    for line_no, line, _ in result.unparsed:
-        assert lines[line_no - 1] == line
-
-
-# --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("path", JOB_CASES, ids=[f"{p.parent.name}/{p.stem}" for p in JOB_CASES])
-def test_job_fixture(path: Path) -> None:
-    text = path.read_text()
-    expected = json.loads(path.with_suffix(".json").read_text())
-    parser = JOB_PARSERS[path.parent.name]
-    tz = _tz(expected["params"]["tz"])
-    if "error" in expected:
-        with pytest.raises(ParseError) as err:
-            parser(text, tz=tz)
-        assert err.value.line_no == expected["error"]["line_no"]
-        assert err.value.reason == expected["error"]["reason"]
-        assert err.value.line == text.split("\n")[err.value.line_no - 1]
-        return
-    result = parser(text, tz=tz)
-    assert jobs_summary(result) == {k: expected[k] for k in ("jobs", "skipped_steps", "unparsed")}
-    check_jobs_invariants(result, text)
-
-
-@pytest.mark.parametrize("path", HOSTS_CASES, ids=[p.stem for p in HOSTS_CASES])
-def test_hosts_file_fixture(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".json").read_text())
-    assert [host_record(h) for h in parse_hosts_file(path.read_text())] == expected
-
-
-@pytest.mark.parametrize("path", MAINTENANCE_CASES, ids=[p.stem for p in MAINTENANCE_CASES])
-def test_maintenance_fixture(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".json").read_text())
-    windows = parse_maintenance(path.read_text(), tz=_tz(expected["params"]["tz"]))
-    records = [
-        {**dataclasses.asdict(w), "start": w.start.isoformat(), "end": w.end.isoformat()}
-        for w in windows
-    ]
-    assert records == expected["windows"]
-
-
-def test_hostlist_fixture() -> None:
-    lines = (FIXTURES / "hostlist/slurm_nodelists.txt").read_text().splitlines()
-    expected = json.loads((FIXTURES / "hostlist/slurm_nodelists.json").read_text())
-    assert list(expected) == lines
-    for line in lines:
-        hosts = expand_hostlist(line)
-        assert hosts == expected[line]["hosts"], line
-        assert compress_hostlist(hosts) == expected[line]["compressed"], line
-        assert sorted(expand_hostlist(compress_hostlist(hosts))) == sorted(set(hosts))
-
-
-def test_hostlist_invalid_fixture() -> None:
-    lines = (FIXTURES / "hostlist/invalid.txt").read_text().splitlines()
-    expected = json.loads((FIXTURES / "hostlist/invalid.json").read_text())
-    assert list(expected) == lines
-    for line in lines:
-        with pytest.raises(ValueError, match=f"^{re.escape(expected[line])}$"):
-            expand_hostlist(line)
-
-
-def test_every_job_kind_has_fixtures() -> None:
-    for kind in (*JOB_PARSERS, "hosts_file", "maintenance", "hostlist"):
-        cases = sorted((FIXTURES / kind).glob("*.txt"))
-        assert cases, kind
-        assert all(c.with_suffix(".json").is_file() for c in cases)
 
 
 # --- hostlist ---------------------------------------------------------------------------------

@@ -1,114 +1,36 @@
-"""Fixture, rule, conversion and fuzz tests for the job-log parser (auditor/parse/joblog/).
+"""Rule, conversion and fuzz tests for the job-log parser (auditor/parse/joblog/).
 
-Every `tests/fixtures/joblog/<case>.txt` holds lines copied verbatim from a public log (the
-`.json` "about" names the sources), except `*_from_format_strings` cases, written from NCCL's
-format strings at a named tag where no public log exists (their "about" cites file and line), and is parsed with its terminators using the "params" of
-`<case>.json`; the result is compared with that JSON: errors as compact records (None fields and
-`message` left out), `first` as line numbers, unparsed lines as [line_no, reason], the ignored
-count, hosts, hca_ports as [host, hca, port] and addresses.
+Its fixtures run in tests/test_fixtures.py: every `tests/fixtures/joblog/<case>.txt` holds lines
+copied verbatim from a public log (the `.json` "about" names the sources), except
+`*_from_format_strings` cases, written from NCCL's format strings at a named tag where no public
+log exists (their "about" cites file and line), and is parsed with its terminators using the
+"params" of `<case>.json`; the result is compared with that JSON: errors as compact records
+(None fields and `message` left out), `first` as line numbers, unparsed lines as [line_no,
+reason], the ignored count, hosts, hca_ports as [host, hca, port] and addresses.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditor.ingest import kinds
 from auditor.models import JobError, gid_to_guid, ipoib_link_local_to_guid
-from auditor.parse.joblog import JoblogResult, first_errors, parse_joblog
+from auditor.parse.joblog import first_errors, parse_joblog
 from tests.strategies import near_miss
+from tests.test_fixtures import check_joblog_invariants as check_invariants
+from tests.test_fixtures import load, numbered
 
 FIXTURES = Path(__file__).parent / "fixtures" / "joblog"
 SAMPLES = Path(__file__).parent / "fixtures" / "reference" / "nccl-samples.txt"
 CASES = sorted(FIXTURES.glob("*.txt"))
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+$")
-FIELDS = (
-    "kind", "network", "host", "hca", "hca_port", "peer", "status", "status_name", "rank",
-    "dev_index", "hca_candidates",
-)
-
-
-def numbered(text: str) -> list[tuple[int, str]]:
-    return list(enumerate(_LINE_RE.findall(text), 1))
-
-
-def kwargs(params: dict[str, Any]) -> dict[str, Any]:
-    ref = params.get("reference")
-    return {
-        "tz": ZoneInfo(params["tz"]) if "tz" in params else UTC,
-        "year": params.get("year"),
-        "reference": datetime.fromisoformat(ref) if ref else None,
-    }
-
-
-def record(e: JobError) -> dict[str, Any]:
-    out: dict[str, Any] = {"line_no": e.line_no, "at": e.at.isoformat() if e.at else None}
-    for name in FIELDS:
-        value = getattr(e, name)
-        if isinstance(value, tuple):
-            value = list(value) or None
-        if value is not None:
-            out[name] = value
-    if out["at"] is None:
-        del out["at"]
-    return out
-
-
-def summarise(result: JoblogResult) -> dict[str, Any]:
-    return {
-        "errors": [record(e) for e in result.errors],
-        "first": [e.line_no for e in result.first],
-        "unparsed": [[no, reason] for no, _, reason in result.unparsed],
-        "ignored": result.ignored,
-        "hosts": sorted(result.hosts),
-        "hca_ports": sorted([h, c, p] for (h, c), p in result.hca_ports.items()),
-        "addresses": dict(sorted(result.addresses.items())),
-    }
-
-
-def parse_case(path: Path) -> tuple[JoblogResult, list[tuple[int, str]], dict[str, Any]]:
-    expected: dict[str, Any] = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-    lines = numbered(path.read_text(encoding="utf-8"))
-    return parse_joblog(lines, **kwargs(expected.get("params", {}))), lines, expected
-
-
-def check_invariants(result: JoblogResult, lines: list[tuple[int, str]]) -> None:
-    by_no = dict(lines)
-    assert len(result.errors) + len(result.unparsed) + result.ignored == len(lines)
-    outcomes = [e.line_no for e in result.errors] + [u[0] for u in result.unparsed]
-    assert len(set(outcomes)) == len(outcomes)
-    for e in result.errors:
-        assert e.at is None or e.at.tzinfo is UTC, e
-        assert e.kind and e.message, e
-        assert e.line_no in by_no
-        if not e.message.startswith("ChildFailedError "):
-            # multi-line merges append to the first line's text
-            head = e.message.split(" Last error: ")[0].split(" ncclRemoteError")[0]
-            assert head[:60] in by_no[e.line_no], (e.message, by_no[e.line_no])
-    assert [e.line_no for e in result.errors] == sorted(e.line_no for e in result.errors)
-    assert all(f in result.errors for f in result.first)
-    assert first_errors(result.errors) == result.first
-
-
-# ---------------------------------------------------------------------------------------------
-# Fixtures
-
-
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_fixture(path: Path) -> None:
-    result, lines, expected = parse_case(path)
-    check_invariants(result, lines)
-    assert expected["about"]
-    assert summarise(result) == {k: expected[k] for k in summarise(result)}
-
-
 def test_fixtures_cover_every_version_group() -> None:
     names = {p.stem for p in CASES}
     for needed in (
@@ -488,7 +410,8 @@ def test_ipoib_and_gid_to_guid(addr: str, ipoib: str | None, gid: str | None) ->
 
 
 def test_ipoib_peer_of_a_fixture_maps_to_the_readme_guid() -> None:
-    result, _, _ = parse_case(FIXTURES / "nccl_2_18_ipoib_link_local_peer_setup_error.txt")
+    case, _ = load(kinds.kind("joblog"), FIXTURES / "nccl_2_18_ipoib_link_local_peer_setup_error.txt")
+    result = case.parse()
     peers = [e.peer for e in result.errors if e.peer]
     assert ipoib_link_local_to_guid(peers[0]) == "0x946dae03008bdf78"
 

@@ -100,14 +100,6 @@ def test_collect_does_no_parsing_or_storing() -> None:
                         "auditor.config")) == []
 
 
-def test_the_store_builds_on_the_core_only() -> None:
-    # auditor/store/ (a package: connection, columns, fabric_cache, rows and one module of
-    # queries per subject) stores and reads records; it parses, ingests and ranks nothing.
-    assert _violations("the store only stores", "auditor.store",
-                       ("auditor.store", "auditor.models", "auditor.errors", "auditor.sql",
-                        "auditor.config")) == []
-
-
 def test_analyse_reads_through_the_store_and_writes_nothing() -> None:
     # No collect, ops, ingest, report or cli; no file or process I/O of its own.
     assert _violations("analyse does no I/O", "auditor.analyse",
@@ -169,3 +161,40 @@ def test_only_cli_and_ops_sit_above_ingest() -> None:
              and not _in(m, "auditor.ingest")}
     assert users <= {"auditor.cli", "auditor.demo", "auditor.simulate.evaluate",
                      *(m for m in OURS if _in(m, "auditor.ops"))}, sorted(users)
+
+
+# The shared core at the package root (CONTRIBUTING.md): it imports nothing of the rooms above
+# it. `demo` and `__main__` sit on top (the demo ingests and ranks a scenario) and are not core.
+CORE = ("auditor.models", "auditor.errors", "auditor.config", "auditor.config_schema",
+        "auditor.sql", "auditor.graph", "auditor.portmap", "auditor.timeparse", "auditor.nccl",
+        "auditor.safe_text", "auditor.outfiles", "auditor.startup", "auditor.store")
+
+
+def test_the_core_imports_only_the_core() -> None:
+    for mod in CORE:
+        if mod == "auditor.store":
+            continue  # a room of its own (its rule is below)
+        bad = [d for d in _ours(mod) if not any(_in(d, c) for c in CORE) or _in(d, "auditor.store")]
+        assert bad == [], (mod, bad)
+
+
+def test_the_store_imports_only_the_core_below_it() -> None:
+    # config for its one default (the busy timeout), never a room above it
+    assert _violations("the store is below the analysis", "auditor.store",
+                       ("auditor.store", "auditor.models", "auditor.errors", "auditor.sql",
+                        "auditor.config")) == []
+
+
+def test_the_analysis_reads_as_it_flows() -> None:
+    """issue #22: the rules table and the evidence records sit below the logic that fills and
+    scores them; only the pipeline gathers (and only correlate calls the blame)."""
+    below = {"auditor.analyse.rules": (), "auditor.analyse.evidence": (
+        "auditor.analyse.correlate", "auditor.analyse.blame", "auditor.analyse.rank",
+        "auditor.analyse.pipeline", "auditor.analyse.survivors")}
+    for mod, never in below.items():
+        assert not {d for d in _ours(mod) if d in never}, mod
+    assert not {d for d in _ours("auditor.analyse.rules") if _in(d, "auditor.analyse")}
+    gatherers = {m for m in OURS if "auditor.analyse.correlate.gather" in IMPORTS[m]}
+    assert gatherers == {"auditor.analyse.pipeline"}, gatherers
+    assert {m for m in OURS if any(_in(d, "auditor.analyse.blame") for d in _ours(m))} == {
+        "auditor.analyse.correlate"}

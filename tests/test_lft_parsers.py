@@ -1,16 +1,15 @@
 """Forwarding-table and trace parsers (issue #23): dump_lfts.sh / ibroute, opensm-lfts.dump,
 opensm.fdbs and ibtracert, on real captures from ibsim (scripts/capture_lft_fixtures.py).
 
-Every `tests/fixtures/<folder>/<case>.txt` below is parsed and compared in full with the
-hand-reviewed `<case>.json` beside it. Captures of one opensm run in two formats must give the
-same tables: that is how the expected files were checked, and it keeps checking them.
+Every `tests/fixtures/<folder>/<case>.txt` of these parsers is parsed and compared in full with
+the hand-reviewed `<case>.json` beside it by tests/test_fixtures.py. Captures of one opensm run
+in two formats must give the same tables: that is how the expected files were checked, and it
+keeps checking them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.errors import ParseError
-from auditor.models import ForwardingTables, NodeType, Trace
+from auditor.models import NodeType, Trace
 from auditor.parse._common import DESCRIPTION_MAX
 from auditor.parse.dump_lfts import parse_dump_lfts
 from auditor.parse.ibtracert import parse_ibtracert
@@ -34,53 +33,6 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "opensm_fdbs": parse_opensm_fdbs,
     "ibtracert": parse_ibtracert,
 }
-FIXTURE_FILES = sorted(p for name in PARSERS for p in (FIXTURES / name).glob("*.txt"))
-
-
-def as_json(result: ForwardingTables | list[Trace]) -> dict[str, Any]:
-    """A parse result as the expected `.json` files hold it (DLIDs as decimal strings)."""
-    if isinstance(result, ForwardingTables):
-        return {
-            "switches": [
-                dataclasses.asdict(t) | {"ports": {str(k): v for k, v in t.ports.items()}}
-                for t in result.switches
-            ],
-            "owners": {str(lid): dataclasses.asdict(o) for lid, o in result.owners.items()},
-            "cut": [list(c) for c in result.cut],
-        }
-    out: dict[str, Any] = json.loads(json.dumps({"traces": [dataclasses.asdict(t)
-                                                            for t in result]}))
-    return out
-
-
-def dumps(body: dict[str, Any]) -> str:
-    """The `.json` layout: one line per switch, owner or trace, so a diff shows what moved."""
-    parts = []
-    for key, value in body.items():
-        if isinstance(value, list) and value:
-            items = ",\n".join(f"  {json.dumps(v)}" for v in value)
-            parts.append(f" {json.dumps(key)}: [\n{items}\n ]")
-        elif isinstance(value, dict) and value:
-            items = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in value.items())
-            parts.append(f" {json.dumps(key)}: {{\n{items}\n }}")
-        else:
-            parts.append(f" {json.dumps(key)}: {json.dumps(value)}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-@pytest.mark.parametrize(
-    "path", FIXTURE_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURE_FILES]
-)
-def test_fixture(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".json").read_text())
-    assert expected.pop("about", "").startswith(("captured with", "opensm")), "say its source"
-    result = as_json(PARSERS[path.parent.name](path.read_text()))
-    if not expected:  # a new capture: show what the parser makes of it, for review
-        pytest.fail(f"{path.with_suffix('.json')} has no expected records; the parser gives:\n"
-                    + dumps(result))
-    assert result == expected
-
-
 def tables(folder: str, case: str) -> dict[str, tuple[int | None, dict[int, int]]]:
     parsed = PARSERS[folder]((FIXTURES / folder / f"{case}.txt").read_text())
     return {t.guid: (t.lid, t.ports) for t in parsed.switches}

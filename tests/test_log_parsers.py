@@ -1,10 +1,6 @@
-"""Fixture, property and fuzz tests for the log parsers: syslog, UFM events.log and opensm.log.
-
-Every `tests/fixtures/{syslog,ufm_events,opensm}/<case>.txt` is parsed with its line terminators
-(so a half-written last line is seen) using the "params" of `<case>.json`, and the result is
-compared with that JSON: events as compact records (None fields and `message` left out),
-unparsed lines as [line_no, reason] pairs, and the ignored count. "about" says where the lines
-come from.
+"""Property, unit and fuzz tests for the log parsers: syslog, UFM events.log and opensm.log
+(their fixtures run in tests/test_fixtures.py), and the prefilters that pick the lines worth
+parsing out of a whole log.
 """
 
 from __future__ import annotations
@@ -20,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from auditor.ingest import kinds
 from auditor.models import PortEvent
-from auditor.parse import opensm, syslog, ufm_events
+from auditor.parse import syslog
 from auditor.parse._logline import UNSTAMPED, SyslogResult, infer_years, run_lines
 from auditor.parse.opensm import parse_opensm
 from auditor.parse.syslog import (
@@ -31,6 +28,8 @@ from auditor.parse.syslog import (
 )
 from auditor.parse.ufm_events import parse_ufm_events
 from tests.strategies import near_miss
+from tests.test_fixtures import check_log_invariants, load, numbered, read
+from tests.test_fixtures import event_record as record
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = Path(__file__).parent / "fixtures" / "reference" / "syslog-samples.txt"
@@ -49,88 +48,12 @@ PARSERS: dict[str, Parser] = {
     "ufm_events": parse_ufm_events,
     "opensm": parse_opensm,
 }
-PREFILTERS: dict[str, str] = {
-    "syslog": syslog.PREFILTER,
-    "ufm_events": ufm_events.PREFILTER,
-    "opensm": opensm.PREFILTER,
-}
 LOG_FIXTURES = sorted(p for kind in PARSERS for p in (FIXTURES / kind).glob("*.txt"))
-_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+$")
-
-
-def numbered(text: str) -> list[tuple[int, str]]:
-    """(line_no, line with its terminator); split on \\n only, like an editor numbers lines."""
-    return list(enumerate(_LINE_RE.findall(text), 1))
-
-
-def read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")  # no newline translation: "\r" stays visible
-
-
-def kwargs(kind: str, params: dict[str, Any]) -> dict[str, Any]:
-    kw: dict[str, Any] = {"tz": ZoneInfo(params["tz"]) if "tz" in params else UTC}
-    if kind != "ufm_events":
-        kw["year"] = params.get("year")
-        ref = params.get("reference")
-        kw["reference"] = datetime.fromisoformat(ref) if ref else None
-    return kw
-
-
-def record(e: PortEvent) -> dict[str, Any]:
-    out: dict[str, Any] = {"line_no": e.line_no, "at": e.at.isoformat(), "state": e.state}
-    for name in (
-        "device", "port_name", "guid", "port", "peer_device", "peer_port_name",
-        "peer_guid", "peer_port", "cable_serial", "code",
-    ):
-        value = getattr(e, name)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def summarise(result: SyslogResult) -> dict[str, Any]:
-    return {
-        "events": [record(e) for e in result.events],
-        "unparsed": [[no, reason] for no, _, reason in result.unparsed],
-        "ignored": result.ignored,
-    }
-
-
-def parse_fixture(path: Path) -> tuple[SyslogResult, list[tuple[int, str]], dict[str, Any]]:
-    import json
-
-    expected: dict[str, Any] = json.loads(read(path.with_suffix(".json")))
-    lines = numbered(read(path))
-    kind = path.parent.name
-    return PARSERS[kind](lines, **kwargs(kind, expected.get("params", {}))), lines, expected
-
-
-def check_invariants(result: SyslogResult, lines: list[tuple[int, str]]) -> None:
-    by_no = dict(lines)
-    # every line has exactly one outcome
-    assert len(result.events) + len(result.unparsed) + result.ignored == len(lines)
-    assert len({e.line_no for e in result.events} | {u[0] for u in result.unparsed}) == len(
-        result.events
-    ) + len(result.unparsed)
-    for e in result.events:
-        assert e.at.tzinfo is UTC, e
-        assert e.message and e.message in by_no[e.line_no], e
-        for guid in (e.guid, e.peer_guid):
-            assert guid is None or re.fullmatch(r"0x[0-9a-f]{16}", guid), guid
-    assert [e.line_no for e in result.events] == sorted(e.line_no for e in result.events)
-
-
-# ---------------------------------------------------------------------------------------------
-# Fixtures
-
-
-@pytest.mark.parametrize(
-    "path", LOG_FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in LOG_FIXTURES]
-)
-def test_fixture(path: Path) -> None:
-    result, lines, expected = parse_fixture(path)
-    check_invariants(result, lines)
-    assert summarise(result) == {k: expected[k] for k in ("events", "unparsed", "ignored")}
+# The logs read line by line: each one's prefilter must pass every line its parser makes an
+# event of.
+LINE_KINDS = [kinds.kind(name) for name in kinds.names("logs")
+              if kinds.kind(name).reads == "lines"]
+PREFILTERS = {k.name: k.prefilter_pattern() for k in LINE_KINDS}
 
 
 def test_every_log_parser_has_fixtures() -> None:
@@ -138,14 +61,17 @@ def test_every_log_parser_has_fixtures() -> None:
         assert len(list((FIXTURES / kind).glob("*.txt"))) >= 2, kind
 
 
-@pytest.mark.parametrize(
-    "path", LOG_FIXTURES, ids=[f"{p.parent.name}/{p.stem}" for p in LOG_FIXTURES]
-)
-def test_prefilter_matches_every_event_line(path: Path) -> None:
-    result, lines, _ = parse_fixture(path)
-    assert result.events
-    by_no = dict(lines)
-    own = re.compile(PREFILTERS[path.parent.name])
+_LINE_CASES = [(k, p) for k in LINE_KINDS for p in sorted((FIXTURES / k.fixtures).glob("*.txt"))]
+
+
+@pytest.mark.parametrize(("kind", "path"), _LINE_CASES,
+                         ids=[f"{k.fixtures}/{p.stem}" for k, p in _LINE_CASES])
+def test_prefilter_matches_every_event_line(kind: kinds.Kind, path: Path) -> None:
+    case, _ = load(kind, path)
+    result = case.parse()
+    assert result.events and case.lines is not None
+    by_no = dict(case.lines)
+    own = re.compile(kind.prefilter_pattern())
     general = re.compile(syslog.PREFILTER)
     for e in result.events:
         assert own.search(by_no[e.line_no]), by_no[e.line_no]
@@ -451,7 +377,7 @@ def test_parsers_never_raise(
         kw["year"] = year
         kw["reference"] = None if year else REF
     result = PARSERS[kind](numbered_lines, **kw)
-    check_invariants(result, numbered_lines)
+    check_log_invariants(result, numbered_lines)
 
 
 # The fast path for the commonest line shape must give exactly what the general path gives.

@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 
 from auditor.collect import logfile
 from auditor.collect.logfile import LogScan, Tool, pick_tool, scan, to_ere
-from auditor.ingest.logs import _ENVELOPES, _PREFILTERS
+from auditor.ingest import kinds
 from auditor.parse import syslog
 from tests.conftest import FIXTURES, need
 from tests.strategies import near_miss
 
-SYSLOG_ENVELOPE = _ENVELOPES["syslog"]
+SYSLOG_ENVELOPE = kinds.kind("syslog").envelope
+LOG_KINDS = [kinds.kind(name) for name in kinds.names("logs")]
 
 _PLAIN = (
     b"2026-11-30T06:28:57.478325+00:00 leaf01 mgmtd[4128]: Interface IB1/3 changed state "
@@ -191,11 +192,12 @@ def test_a_pattern_ripgrep_cannot_read_goes_to_grep(tmp_path: Path) -> None:
     assert [n for n, _ in grep[2]] == [1, 3]
 
 
-@pytest.mark.parametrize("kind", sorted(_PREFILTERS))
-def test_ripgrep_reads_every_built_in_pattern(kind: str) -> None:
+@pytest.mark.parametrize("kind", LOG_KINDS, ids=lambda k: k.name)
+def test_ripgrep_reads_every_built_in_pattern(kind: kinds.Kind) -> None:
     need(None if shutil.which("rg") else "ripgrep (rg) is not installed")
-    assert logfile._rg_accepts(_PREFILTERS[kind])
-    assert logfile._rg_accepts(_ENVELOPES[kind])
+    assert kind.envelope is not None
+    assert logfile._rg_accepts(kind.prefilter_pattern())
+    assert logfile._rg_accepts(kind.envelope)
 
 
 def test_a_failing_scanner_is_an_error_naming_the_file(tmp_path: Path,
@@ -311,9 +313,10 @@ def test_escapes_inside_brackets_are_translated() -> None:
     assert to_ere(r"(?P<state>up|down) \D") == "(up|down) [^0-9]"
     assert to_ere(r"(?i)down") is None  # flags: grep -P
     assert to_ere(r"[^\D]") is None  # a negated class inside brackets has no ERE form
-    for kind, pattern in _PREFILTERS.items():  # the built-ins all stay in ERE
-        assert to_ere(pattern) is not None, kind
-        assert to_ere(_ENVELOPES[kind]) is not None, kind
+    for kind in LOG_KINDS:  # the built-ins all stay in ERE
+        assert kind.envelope is not None
+        assert to_ere(kind.prefilter_pattern()) is not None, kind.name
+        assert to_ere(kind.envelope) is not None, kind.name
 
 
 def test_a_site_pattern_with_escapes_in_brackets_loses_nothing_under_grep(tmp_path: Path) -> None:

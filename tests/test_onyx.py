@@ -1,4 +1,5 @@
-"""Onyx / MLNX-OS switch collection: parsers on fixtures, then netmiko against a real SSH server.
+"""Onyx / MLNX-OS switch collection: the parsers (their fixtures run in tests/test_fixtures.py),
+then netmiko against a real SSH server.
 
 Fixture provenance (see research notes: switch/README.md, section 5):
 * onyx_transceiver/: block shape from the MLNX-OS user manual, "InfiniBand Interface" page
@@ -15,7 +16,6 @@ that answers with these fixtures.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import re
@@ -45,32 +45,7 @@ from auditor.parse.onyx import parse_interfaces_ib_status, parse_transceivers
 from tests.conftest import FIXTURES, need
 from tests.ssh_server.fake_onyx import FakeOnyx, SilentListener
 
-PARSERS: dict[str, Any] = {
-    "onyx_interfaces_ib_status": parse_interfaces_ib_status,
-    "onyx_transceiver": parse_transceivers,
-}
-CASES = sorted(p for folder in PARSERS for p in (FIXTURES / folder).glob("*.txt"))
-
-
-def _records(items: list[Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = json.loads(json.dumps([dataclasses.asdict(i) for i in items]))
-    return out
-
-
 # --- parsers --------------------------------------------------------------------------------
-
-
-def test_every_onyx_fixture_folder_has_cases() -> None:
-    for folder in PARSERS:
-        cases = sorted((FIXTURES / folder).glob("*.txt"))
-        assert cases, folder
-        assert all(c.with_suffix(".json").is_file() for c in cases)
-
-
-@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
-def test_fixture(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".json").read_text())
-    assert _records(PARSERS[path.parent.name](path.read_text())) == expected
 
 
 HEADER = ("Interface      Description    Speed                 Current line rate   "

@@ -9,17 +9,18 @@ import json
 import statistics
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from auditor.analyse.outcomes import PARTS_OF
-from auditor.analyse.rank import RULES
+from auditor.analyse.rules import RULES
 from auditor.cli import app
 from auditor.demo import DATA
-from auditor.report.schema import Report
+from auditor.report.document import Report
 from auditor.store import Store
-from tests.test_report_schema import _mismatches
+from tests.test_report_document import _mismatches
 
 runner = CliRunner()
 # The demo's healthy ibsim fat tree (auditor/demo_data), taken as a snapshot on TOPOLOGY; three
@@ -346,3 +347,66 @@ def test_weights_touch_only_the_points_a_rule_gave() -> None:
     assert [s.points for s in out] == [3.0 * 0.5 + 2.0, 3.0 * 0.5 + 1.5]
     assert out[0] is strong
     assert "flaps x0.50 (1 of 2 right), killed_job x1.00 (4 of 4 right)" in strong.evidence[-1]
+
+
+def test_every_output_ranks_a_window_alike(site: Path, tmp_path: Path) -> None:
+    """Issue #22: `suspects`, `report`, `export` and `nightly` rank through one pipeline, so
+    with non-default settings (learned weights on, [nightly] verify_days, a rule weight
+    overridden) the same window gives the same suspects, in the same order, with the same
+    scores, rules and evidence, in every output."""
+    import shutil
+
+    import duckdb
+
+    work = tmp_path / "site"
+    work.mkdir()
+    shutil.copy(site / "a.duckdb", work / "a.duckdb")
+    cfg = config(work, "verify_days = 3\n[outcomes]\nlearned_weights = true\n"
+                       "[ranking]\nweights = { long_flap = 2.5, flaps = 1.2 }\n")
+    window = ["--since", "24h", "--until", iso(at(20))]
+    from_suspects = json.loads(cli(cfg, "suspects", *window, "--format", "json"))["suspects"]
+    cli(cfg, "report", *window, "--out", str(tmp_path / "report"))
+    from_report = json.loads((tmp_path / "report" / "report.json").read_text())["suspects"]
+    cli(cfg, "export", "--out", str(tmp_path / "export"), "--since", "1d", "--until",
+        iso(at(20) - timedelta(seconds=1)))
+    part = tmp_path / "export" / "suspects" / "fabric=a" / f"day={at(19):%Y-%m-%d}"
+    (parquet,) = part.glob("*.parquet")
+    exported = duckdb.execute(
+        "select component, score, a_name, a_port, b_name, b_port, evidence "
+        "from read_parquet($path) order by rank", {"path": str(parquet)}).fetchall()
+    cli(cfg, "nightly", "--no-sweep", "--until", iso(at(20)), code=10)
+    night = sorted((work / "reports").iterdir())[-1]
+    from_nightly = json.loads((night / "report.json").read_text())["suspects"]
+
+    def key(s: dict[str, Any]) -> tuple[Any, ...]:
+        ends = [(e["name"], e["port"]) for e in s["ends"]]
+        return (s["component"], s["score"], ends, s["rules"], s["evidence"])
+
+    assert from_suspects and any("learned weights" in line for s in from_suspects
+                                 for line in s["evidence"])
+    shown = len(from_report)
+    assert [key(s) for s in from_report] == [key(s) for s in from_suspects[:shown]]
+    assert [key(s) for s in from_nightly] == [key(s) for s in from_suspects[:shown]]
+    assert exported == [
+        (s["component"], s["score"], s["ends"][0]["name"], s["ends"][0]["port"],
+         s["ends"][1]["name"] if len(s["ends"]) > 1 else None,
+         s["ends"][1]["port"] if len(s["ends"]) > 1 else None, s["evidence"])
+        for s in from_suspects]
+
+
+def test_one_entry_point_ranks_for_every_output() -> None:
+    """No module but the pipeline gathers evidence and ranks it (the evaluation's ablation
+    re-ranks the same evidence without the healthy jobs, and says so)."""
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "auditor"
+    allowed = {"analyse/pipeline.py", "simulate/evaluate.py"}
+    calls = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("gather", "rank"):
+                calls.add(str(path.relative_to(package)))
+    assert calls <= allowed, calls - allowed
+    evaluate = (package / "simulate" / "evaluate.py").read_text(encoding="utf-8")
+    assert evaluate.count("rank(ev)") == 1 and "rank_window(" in evaluate

@@ -1,18 +1,10 @@
-"""Fixture, error and fuzz tests for the pure parsers in auditor/parse.
-
-Every `tests/fixtures/<module>/<case>.txt` is run through that module's parser and compared with
-the hand-reviewed `<case>.json` next to it ("about" says where the capture comes from). Topologies
-are compared through a summary (counts, unlinked ports, slow links; placeholder peers, up ports
-with no placeable peer and duplicate GUIDs where there are any) plus `sample_*` records that must
-appear verbatim in the output; counter samples and name maps are compared in full.
+"""Error, unit and fuzz tests for the capture parsers in auditor/parse: ibnetdiscover,
+iblinkinfo, perfquery, ibqueryerrors and node-name maps (their fixtures run in
+tests/test_fixtures.py, with every other parser's).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import pkgutil
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,9 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import auditor.parse
 from auditor.errors import ParseError
-from auditor.models import LID_KEY_PREFIX, CounterSample, NodeType, Topology, duplicated_guid
+from auditor.models import CounterSample, NodeType, Topology
 from auditor.parse import ibqueryerrors
 from auditor.parse.iblinkinfo import parse_iblinkinfo
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
@@ -31,6 +22,7 @@ from auditor.parse.ibqueryerrors import parse_ibqueryerrors, parse_ibqueryerrors
 from auditor.parse.nodedesc import NodeName, describe, parse_node_name_map
 from auditor.parse.perfquery import parse_perfquery
 from tests.strategies import near_miss
+from tests.test_fixtures import check_topology_invariants
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -42,111 +34,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "nodedesc": parse_node_name_map,
 }
 
-# Other parser families (logs, host side, Onyx) check their own fixtures in their own test files.
 FIXTURE_FILES = sorted(p for p in FIXTURES.glob("*/*.txt") if p.parent.name in PARSERS)
-
-
-def _record(obj: Any) -> dict[str, Any]:
-    record: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(obj)))
-    return record
-
-
-def _end(guid: str, port: int) -> str:
-    return f"{guid}:{port}"
-
-
-def summarise_topology(topo: Topology) -> dict[str, Any]:
-    types = Counter(n.node_type for n in topo.nodes)
-    linked = {(lk.a_guid, lk.a_port) for lk in topo.links}
-    linked |= {(lk.b_guid, lk.b_port) for lk in topo.links}
-    summary: dict[str, Any] = {
-        "nodes": len(topo.nodes),
-        "switches": types[NodeType.SWITCH],
-        "hcas": types[NodeType.HCA],
-        "routers": types[NodeType.ROUTER],
-        "ports": len(topo.ports),
-        "links": len(topo.links),
-        "lid_placeholder_links": sum(lk.b_guid.startswith("lid:") for lk in topo.links),
-        "port_states": dict(
-            sorted(Counter(f"{p.state}/{p.phys_state}" for p in topo.ports).items())
-        ),
-        "unlinked_ports": sorted(
-            _end(p.guid, p.port) for p in topo.ports if (p.guid, p.port) not in linked
-        ),
-        "slow_links": sorted(
-            f"{_end(lk.a_guid, lk.a_port)} {_end(lk.b_guid, lk.b_port)} {lk.width} {lk.speed}"
-            for lk in topo.links
-            if (lk.width, lk.speed) != ("4X", "HDR")
-        ),
-    }
-    # Only in the fixtures that have them.
-    placeholders = sorted(n.guid for n in topo.nodes if n.guid.startswith(LID_KEY_PREFIX))
-    if placeholders:
-        summary["lid_placeholder_nodes"] = placeholders
-    if topo.unplaced:
-        summary["unplaced_ports"] = [f"{guid}:{port} line {no}" for guid, port, no, _ in topo.unplaced]
-    if topo.duplicates:
-        summary["duplicate_guids"] = [
-            {"guid": d.guid, "keys": list(d.keys), "descriptions": list(d.descriptions),
-             "line_no": d.line_no} for d in topo.duplicates]
-    return summary
-
-
-def check_topology_invariants(topo: Topology) -> None:
-    guids = {n.guid for n in topo.nodes}
-    assert len(guids) == len(topo.nodes), "duplicate node"
-    assert len({(p.guid, p.port) for p in topo.ports}) == len(topo.ports), "duplicate port"
-    assert all(p.guid in guids for p in topo.ports), "port of an unknown node"
-    ends = [(lk.a_guid, lk.a_port, lk.b_guid, lk.b_port) for lk in topo.links]
-    assert len(set(ends)) == len(ends), "duplicate link"
-    assert all((a, ap) < (b, bp) for a, ap, b, bp in ends), "link not in canonical order"
-    # Far ends known only by LID are placeholder nodes `lid:<N>` (LID 0 identifies nothing and
-    # gets none); a second node printing a GUID already seen is kept apart as `<GUID>~<n>`.
-    assert all(g in guids for _, _, g, _ in ends if g.startswith("lid:") and g != "lid:0")
-    for guid in guids | {p.port_guid for p in topo.ports if p.port_guid}:
-        if guid.startswith(LID_KEY_PREFIX):
-            assert int(guid.removeprefix(LID_KEY_PREFIX)) > 0, guid
-            continue
-        guid = duplicated_guid(guid) or guid
-        assert guid.startswith("0x") and len(guid) == 18 and guid == guid.lower(), guid
-
-
-@pytest.mark.parametrize(
-    "path", FIXTURE_FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FIXTURE_FILES]
-)
-def test_fixture(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".json").read_text())
-    if isinstance(expected, dict):
-        expected.pop("about", None)  # where the capture comes from
-    result = PARSERS[path.parent.name](path.read_text())
-    if isinstance(result, Topology):
-        check_topology_invariants(result)
-        samples = {
-            "sample_nodes": [_record(n) for n in result.nodes],
-            "sample_ports": [_record(p) for p in result.ports],
-            "sample_links": [_record(lk) for lk in result.links],
-        }
-        for key, records in samples.items():
-            for wanted in expected.pop(key, []):
-                assert wanted in records, f"{key}: {wanted} not in the output"
-        assert summarise_topology(result) == expected
-    elif isinstance(result, list):
-        assert all(isinstance(s, CounterSample) for s in result)
-        assert [_record(s) for s in result] == expected
-    else:
-        assert result == expected
-
-
-def test_every_parser_module_has_fixtures() -> None:
-    modules = [
-        m.name for m in pkgutil.iter_modules(auditor.parse.__path__) if not m.name.startswith("_")
-    ]
-    assert set(PARSERS) <= set(modules)
-    for name in modules:
-        cases = sorted(FIXTURES.glob(f"{name}*/*.txt"))
-        assert cases, f"auditor/parse/{name}.py has no fixtures in tests/fixtures/{name}*/"
-        for case in cases:
-            assert case.with_suffix(".json").is_file(), f"{case} has no expected .json"
 
 
 @pytest.mark.parametrize(

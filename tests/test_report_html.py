@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from auditor.report.document import OpticsTrace, Replacement, Report, Timeline, TimelineFlap
 from auditor.report.html import render_html
-from auditor.report.schema import OpticsTrace, Replacement, Report, Timeline, TimelineFlap
 from auditor.safe_text import NAME_MAX, TEXT_MAX
 from tests.conftest import need
 

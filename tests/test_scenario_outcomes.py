@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from auditor.analyse.audit import audit
 from auditor.analyse.outcomes import remember
-from auditor.analyse.rank import RULES
+from auditor.analyse.pipeline import RankSettings
+from auditor.analyse.rules import RULES
 from auditor.cli import app
 from auditor.config import OutcomesSettings, Settings
 from auditor.simulate.evaluate import load_scenario
@@ -118,7 +119,7 @@ def replayed(campaign: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             assert res.exit_code == 0, res.output
         with Store(db, read_only=True) as store:
             audited = audit(store, utc_naive(until - timedelta(days=1)), utc_naive(until),
-                            limit=settings.nightly.limit, outcomes=settings.outcomes)
+                            RankSettings.from_settings(settings), limit=settings.nightly.limit)
         with Store(db) as store, store.transaction():
             remember(store, audited, utc_naive(until))
     return db

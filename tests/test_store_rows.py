@@ -146,7 +146,7 @@ ROWS: dict[str, tuple[Callable[[Store], list[Any]], object]] = {
     "jobs_during_hosts": (lambda s: s.jobs_during(T0, END, [(T0 + H, T0 + 2 * H)],
                                                   ["gpu-a", "gpu-b"]), rows.JobDuringRow),
     "jobs_through": (lambda s: s.jobs_through(T0, END, [(T0 + H, T0 + 2 * H)], "COMPLETED",
-                                              ["gpu-a"]), rows.JobThroughRow),
+                                              ["gpu-a"]), rows.FinishedJobRow),
     "job_logs": (lambda s: s.job_logs(T0, END), rows.JobLogRow),
     # every source's lines: the undated line of the log without a job too
     "job_errors": (lambda s: s.job_errors(T0, END, sources=range(1, 50)), rows.JobErrorRow),

@@ -208,7 +208,7 @@ def test_the_ranking_is_the_same_in_every_process(realistic: tuple[Path, dict]) 
 def test_a_tie_between_killer_flaps_goes_to_the_same_link_whatever_the_order() -> None:
     from datetime import datetime, timedelta
 
-    from auditor.analyse.correlate import _killers
+    from auditor.analyse.blame import killers as _killers
     from auditor.analyse.flaps import Flap
     from auditor.config import RankingSettings
     from auditor.nccl import DeathTime

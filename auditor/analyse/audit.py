@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
-from auditor.analyse.correlate import Evidence, gather
 from auditor.analyse.coverage import blind_spots
+from auditor.analyse.evidence import Evidence
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import Trace, WatchList, trace
-from auditor.analyse.rank import Suspect, rank
+from auditor.analyse.pipeline import RankSettings, rank_window
+from auditor.analyse.rank import Suspect
 
 if TYPE_CHECKING:
     from auditor.analyse.cohorts import Cohorts
     from auditor.analyse.outcomes import Outcomes
     from auditor.store.rows import DeviceStatusRow, LocationRow, TransceiverRow
-from auditor.config import OpticsSettings, OutcomesSettings, RankingSettings
+from auditor.config import OpticsSettings, OutcomesSettings
 from auditor.models import NodeType
 from auditor.store import Store
 
@@ -150,24 +151,17 @@ class Audit:
         return self.evidence.until
 
 
-def audit(store: Store, since: datetime, until: datetime, *,
-          aliases: dict[str, str] | None = None, verify_days: float = 7.0, limit: int = 50,
-          cfg: RankingSettings | None = None, outcomes: OutcomesSettings | None = None) -> Audit:
-    """The audit of [since, until] (naive UTC); `limit` suspects (0: all) get a finding. With
-    `outcomes`, also what the remembered suspects of `outcomes.since` before `until` turned
-    out to be (and the rules' learned weights, when those are on)."""
-    cfg = cfg or RankingSettings()
-    ev = gather(store, since, until, cfg, aliases=aliases)
-    ranked = rank(ev, cfg)
-    judged: Outcomes | None = None
-    if outcomes is not None:
-        from auditor.analyse import outcomes as outcomes_mod
-
-        span = outcomes.span
-        judged = outcomes_mod.judge(store, until - span, until, outcomes, verify_days)
-        if outcomes.learned_weights:
-            ranked = outcomes_mod.apply_weights(ranked, outcomes_mod.learned_weights(judged),
-                                                span.total_seconds() / 86400)
+def audit(store: Store, since: datetime, until: datetime,
+          settings: RankSettings | None = None, *, limit: int = 50,
+          judge: bool = True) -> Audit:
+    """The audit of [since, until] (naive UTC), ranked by the one pipeline
+    (`pipeline.rank_window`); `limit` suspects (0: all) get a finding. With `judge`, also what
+    the remembered suspects of `[outcomes] since` before `until` turned out to be."""
+    settings = settings or RankSettings()
+    cfg = settings.ranking
+    ranking = rank_window(store, since, until, settings, judge=judge)
+    ev, ranked, judged = ranking.evidence, ranking.suspects, ranking.outcomes
+    verify_days = settings.verify_days
     shown = ranked[:limit] if limit else ranked
     locs, labels = store.locations(), store.port_labels()
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}

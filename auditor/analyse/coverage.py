@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from auditor.analyse.correlate import Evidence
+from auditor.analyse.evidence import Evidence
 from auditor.models import NodeType
 from auditor.store import Store
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from auditor.models import PortKey
 from auditor.store import Store
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 SAME_EVENT = timedelta(seconds=10)
 # Look this far back before the window for the "down" that an in-window "up" closes.
 LOOKBACK = timedelta(days=1)
-PortKey = tuple[str, int]
 # Times here are the store's naive UTC timestamps, so the bounds are naive too.
 _EARLIEST = datetime.min  # noqa: DTZ901
 _LATEST = datetime.max  # noqa: DTZ901

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from auditor.analyse.flaps import Flap, PortKey
+from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
-from auditor.models import Fabric, NodeType
+from auditor.models import Fabric, NodeType, PortKey
 
 if TYPE_CHECKING:
     from auditor.store.rows import CounterStepRow

@@ -44,14 +44,19 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from auditor.config import OpticsSettings
-from auditor.models import OPTICS_BOUNDS, OPTICS_QUANTITIES, Thresholds, plausible
+from auditor.models import (
+    OPTICS_BOUNDS,
+    OPTICS_QUANTITIES,
+    LinkKey,
+    PortKey,
+    Thresholds,
+    plausible,
+)
 from auditor.store import Store
 
 if TYPE_CHECKING:
     from auditor.store.rows import OpticsDailyRow, OpticsThresholdRow
 
-PortKey = tuple[str, int]
-LinkKey = tuple[PortKey, ...]
 ModuleKey = tuple[str, str, str | None]  # device, port name, serial number
 
 LANE_QUANTITIES: Final = ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
@@ -604,10 +609,11 @@ def _z(value: float, centre: float, spread: float) -> float:
     return math.copysign(math.inf, value - centre) if value != centre else 0.0
 
 
-def cohorts(hs: Sequence[History], cfg: OpticsSettings) -> dict[tuple[ModuleKey, int | None],
-                                                                  list[Finding]]:
-    """Each module against the modules of its part number and firmware: temperature hotter,
-    Rx power lower and Tx bias higher than the cohort by a robust z-score and a floor."""
+def peer_outliers(hs: Sequence[History], cfg: OpticsSettings
+                  ) -> dict[tuple[ModuleKey, int | None], list[Finding]]:
+    """Each module against its peers, the modules of its part number and firmware:
+    temperature hotter, Rx power lower and Tx bias higher than theirs by a robust z-score and a
+    floor. (Not analyse/cohorts.py, which counts incidents per part number, vendor or lot.)"""
     groups: dict[tuple[str | None, str | None], list[History]] = defaultdict(list)
     for h in hs:
         if h.module.part_number:
@@ -655,7 +661,7 @@ def assess(hs: dict[ModuleKey, History], cfg: OpticsSettings, since: datetime, u
     at_port = {(h.module.guid, h.module.port): h for h in
                sorted(hs.values(), key=lambda h: h.last_at)
                if h.module.guid is not None and h.module.port is not None}
-    by_cohort = cohorts(list(hs.values()), cfg)
+    by_cohort = peer_outliers(list(hs.values()), cfg)
     watches: list[Watch] = []
     for key, h in sorted(hs.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
         mine = (h.module.guid, h.module.port) if h.module.guid is not None and \

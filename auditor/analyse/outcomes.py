@@ -2,7 +2,7 @@
 
 Every nightly run remembers the suspects its report showed (`remember`, in the run's own
 transaction): the window, rank, verdict, both ends, score, the rules that ranked it
-(`rank.RULES`), its first and last evidence and the failed jobs blamed on it. The nights a link
+(`rules.RULES`), its first and last evidence and the failed jobs blamed on it. The nights a link
 is a suspect with one verdict form one suspect (an episode) until something settles it:
 
 - confirmed: a swap of the part its verdict names held for `verify_days` without a flap
@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from auditor.analyse import replacements
 from auditor.analyse.flaps import Flap, flaps
-from auditor.analyse.rank import RULES, Suspect
+from auditor.analyse.rank import Suspect
+from auditor.analyse.rules import RULES
 from auditor.config import OutcomesSettings
 from auditor.store import Store, utc_naive
 
@@ -494,14 +495,3 @@ def apply_weights(suspects: list[Suspect], weights: dict[str, Weight],
         s.points = points
     suspects.sort(key=lambda s: (-s.points, s.first_at or datetime.max))  # noqa: DTZ901
     return suspects
-
-
-def reweigh(store: Store, suspects: list[Suspect], until: datetime,
-            settings: OutcomesSettings, verify_days: float = 7.0) -> list[Suspect]:
-    """`apply_weights` with the weights the outcomes of `settings.since` before `until` give,
-    when `[outcomes] learned_weights` is on; else the suspects as they are."""
-    if not settings.learned_weights:
-        return suspects
-    span = settings.span
-    out = judge(store, utc_naive(until) - span, until, settings, verify_days)
-    return apply_weights(suspects, learned_weights(out), span.total_seconds() / 86400)

@@ -1,23 +1,17 @@
 """Ranking: one explainable score per link (and per switch or host for common-mode events),
 a verdict (cable, transceiver, switch_port, switch, hca, host) and an action in words.
 
-Points, each written into the evidence:
-- every flap 1, every flap longer than NCCL's death time (8.6 s for NCCL 2.14-2.22) 2 more,
-  and the cumulative downtime as 0.5 * log2(1 + downtime / 8.6 s): downtime kills jobs, not
-  flap counts;
-- every failed job the link is blamed for 3, plus GPU-hours lost (0.01 per GPU-hour, at most 3);
-- failing NCCL pairs' votes 2 per vote;
-- a port whose symbol BER (errors per bit carried, in its worst counter interval) is above the
-  limit for its link's speed, FEC and media (NVIDIA's field table, `auditor/analyse/ber.py`;
-  `[ranking] ber_limits`), or whose link-error recoveries or receive errors pass their hourly
-  thresholds, 2, plus log2 of how many times over the BER limit (at most 4; from the table's
-  warning level, half the limit, it is 1-2), growing in several intervals 1 more, its BER
-  rising in each of the last three intervals 1 more; saturated counters 1;
-- LinkDowned counted on both ends without any log of it 1 (the both-ends rule of UFM's PDR).
-Jobs that crossed a link through a long flap and completed take points off its flaps
-(`_healthy_cut`), unless a failed job, NCCL error pairs or a port-error event point at it.
-The score is 1 - exp(-points / 6): in (0, 1), monotone in points, about 0.5 at 4 points.
-Each suspect names the rules that gave it points (`rules`; RULES at the end of this module).
+Every point comes from a rule of `auditor/analyse/rules.py` (name, meaning, weight, unit,
+source; `[ranking] weights` overrides a weight) and is given through `Weights.give`, written
+into the evidence here: flaps and their downtime, long flaps, link-downs only a counter saw,
+failed jobs and their GPU-hours, NCCL error pairs' votes, an HCA's port-error event, an NCCL
+port failover, a symbol BER over its limit (NVIDIA's field table, `auditor/analyse/ber.py`;
+`[ranking] ber_limits`) or link-error recoveries / receive errors over their hourly thresholds,
+a growing or climbing error rate, saturated counters, a degraded width or speed, whole-switch
+and whole-host events, transceiver trends. Jobs that crossed a link through a long flap and
+completed take points off its flaps (`_healthy_cut`), unless a failed job, NCCL error pairs or
+a port-error event point at it. The score is `rules.score(points)`. Each suspect names the
+rules that gave it points (`rules`).
 """
 
 from __future__ import annotations
@@ -28,11 +22,19 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from auditor.analyse import ber
-from auditor.analyse.correlate import NCCL_DEATH_S, Evidence, LinkEvidence, NodeEvent
-from auditor.analyse.healthy import HealthyJob
+from auditor.analyse.evidence import (
+    COMMON_MODE_WINDOW,
+    NCCL_DEATH_S,
+    Evidence,
+    LinkEvidence,
+    NodeEvent,
+)
 from auditor.analyse.optics import FLAPPED_MIN, WatchJSON, watch_json
 from auditor.analyse.optics import action as optics_action
 from auditor.analyse.optics import evidence_line as optics_evidence
+from auditor.analyse.rules import Weights
+from auditor.analyse.rules import score as rule_score
+from auditor.analyse.survivors import HealthyJob
 from auditor.config import RankingSettings
 from auditor.models import NodeType
 
@@ -61,7 +63,7 @@ class Suspect:
 
     @property
     def score(self) -> float:
-        return round(1 - math.exp(-self.points / 6), 3)
+        return rule_score(self.points)
 
     @property
     def rules(self) -> list[str]:
@@ -93,7 +95,9 @@ def _fmt(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") if at else "?"
 
 
-def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspect | None:
+def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
+                  w: Weights) -> Suspect | None:
+    give = w.give
     points = 0.0
     evidence: list[str] = []
     real = [f for f in le.flaps if f.counted_from is None]
@@ -108,19 +112,15 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     if len(real) == 1 and not long_flaps and not le.jobs:
         # One flap shorter than NCCL's death time that no job died of: a reseat, absorbed. It
         # weighs less than a link-down of unknown length that only a counter saw.
-        points += _rule(scored, "reseat", 0.5)
+        points += give(scored, "reseat", w["reseat"])
     elif real:
-        points += _rule(scored, "flaps", len(real) + 0.5 * math.log2(1 + downtime / NCCL_DEATH_S))
-        points += _rule(scored, "long_flap", 2 * long_flaps)
+        points += give(scored, "flaps", w["flaps"] * len(real) + w.param("flaps", "downtime")
+                       * math.log2(1 + downtime / NCCL_DEATH_S))
+        points += give(scored, "long_flap", w["long_flap"] * long_flaps)
     cut, healthy_said = (_healthy_cut(le, ev.until, points - before) if le.healthy
                          else (0.0, ""))
-    points -= cut
-    left = cut  # the rules that gave the flaps their points give back what crossing jobs took
-    for name in ("long_flap", "flaps"):
-        back = min(left, scored.get(name, 0.0))
-        if back:
-            scored[name] -= back
-            left -= back
+    # the rules that gave the flaps their points give back what crossing jobs took
+    points -= w.take(scored, ("long_flap", "flaps"), cut)
     if real:
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
@@ -130,12 +130,12 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     if still_down:
         evidence.append(f"still down since {_fmt(still_down[0].down_at)}")
     if counted:
-        points += _rule(scored, "counted_down", len(counted))
+        points += give(scored, "counted_down", w["counted_down"] * len(counted))
         evidence.append(f"{len(counted)} more link-down(s) counted by LinkDownedCounter that no "
                         "log shows")
     if le.jobs:
         gpu_hours = sum(j["gpu_hours"] for j in le.jobs)
-        points += _rule(scored, "killed_job", 3 * len(le.jobs) + min(3.0, 0.01 * gpu_hours))
+        points += give(scored, "killed_job", _job_points(w, len(le.jobs), gpu_hours))
         ids = ", ".join(sorted({j["job_id"] for j in le.jobs})[:5])
         evidence.append(f"{len(le.jobs)} failed job(s) ({ids}), {gpu_hours:.0f} GPU-hours lost")
         evidence += [_job_timing(j) for j in sorted(le.jobs, key=lambda j: j["job_id"])[:3]
@@ -152,14 +152,14 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                         f"than any NCCL waits and lived ({ids}): their traffic was not on this "
                         "cable (rail unused, NCCL_IB_HCA, a long NCCL_IB_TIMEOUT)")
     if le.port_errors:
-        points += _rule(scored, "port_error", 1)
+        points += give(scored, "port_error", w["port_error"])
         ids = ", ".join(sorted(le.port_errors)[:5])
         evidence.append(f"the HCA reported this port down (NCCL port-error event) in "
                         f"{len(le.port_errors)} job(s) ({ids})")
     if le.failovers:
         # Issue #14, degraded but not dead: NCCL moved a job off this port and the job lived
-        # on. Shown, but half a point: below any link that killed a job (3 points a job).
-        points += 0.5
+        # on. Shown, but below any link that killed a job.
+        points += give(scored, "failover", w["failover"])
         for f in sorted(le.failovers, key=lambda f: f["at"])[:3]:
             job = f"job {f['job_id']}" if f["job_id"] else "its job"
             # With several merged NICs the log names a device index only: say so.
@@ -168,7 +168,7 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
                                      f"{', '.join(f['one_of'])} on {f['host']}"
                                      if f["one_of"] else ""))
     if le.votes:
-        points += _rule(scored, "votes", 2 * le.votes)
+        points += give(scored, "votes", w["votes"] * le.votes)
         evidence.append(f"NCCL error pairs of {len(le.voters)} job(s) point here "
                         f"({le.votes:.2f} votes)")
     one_sided: str | None = None
@@ -184,7 +184,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
         # Times the limit, counted from the table's warning level (half the limit) on.
         over = (measured.worst_ber / limit.ber if measured is not None and limit is not None
                 and measured.worst_ber > limit.warning else 0.0)
-        if recov / hours > cfg.link_error_recovery_per_hour or rcv / hours > 100:
+        if recov / hours > cfg.link_error_recovery_per_hour \
+                or rcv / hours > cfg.port_rcv_errors_per_hour:
             over = max(over, 1.0)
         if over:
             erroring.append(port_key)
@@ -201,15 +202,16 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
     if erroring:
         # How far over the BER limit matters: 30x over is a cable about to fail; between the
         # warning level and the limit it is 1-2 points.
-        points += _rule(scored, "error_rate", 2 + min(4.0, math.log2(worst)))
+        points += give(scored, "error_rate", w["error_rate"] + w.param(
+            "error_rate", "per_doubling") * min(w.param("error_rate", "cap"), math.log2(worst)))
         if max(le.rising.get(k, 0) for k in erroring) >= 2:
-            points += _rule(scored, "counter_rise", 1)
+            points += give(scored, "counter_rise", w["counter_rise"])
             evidence.append("symbol errors grew in several successive snapshots")
         # A climbing error rate is a link degrading (issue #14: on PAM4 links some errors mean
         # little, a rising rate a lot): the BER rose in each of the last three intervals.
         climbing = [m for k in erroring if (m := le.symbol_ber.get(k)) and m.climbing >= 2]
         if climbing:
-            points += _rule(scored, "ber_climbing", 1)
+            points += give(scored, "ber_climbing", w["ber_climbing"])
             steps = max(climbing, key=lambda m: m.climbing).trend
             evidence.append("the symbol BER rose in each of the last "
                             f"{max(m.climbing for m in climbing) + 1} intervals ("
@@ -217,11 +219,11 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings) -> Suspe
         if len(le.link) == 2 and len(erroring) == 1:
             one_sided = erroring[0]  # type: ignore[assignment]
     if le.saturated:
-        points += _rule(scored, "saturated", 1)
+        points += give(scored, "saturated", w["saturated"])
         evidence.append(f"saturated counters (true count is higher): "
                         f"{', '.join(sorted(le.saturated))}")
     if le.degraded:
-        points += _rule(scored, "degraded", 2)
+        points += give(scored, "degraded", w["degraded"])
         evidence.append(le.degraded)
     if le.maintenance_flaps:
         evidence.append(f"{le.maintenance_flaps} flap(s) inside declared maintenance "
@@ -285,7 +287,7 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
     A flap longer than a job can wait kills the job if its traffic crosses the link, unless
     something carries that traffic (NCCL's port failover, adaptive routing). Each completed job
     that crossed a flap is a trial the flap failed: if the link's flaps were deadly, the chance
-    of seeing it is (1 - w), w being how sure the crossing is (`healthy.py`: the rail known
+    of seeing it is (1 - w), w being how sure the crossing is (`survivors.py`: the rail known
     from the job's log 1, not known 0.5, a leaf uplink only the share of flows routing puts on
     that spine). What absorbs a flap (the rail's failover, the switches' routing) is the
     link's, not the flap's, so the trials of all its flaps multiply into one likelihood L; a job
@@ -382,19 +384,35 @@ def _verdict(ends: list[dict[str, Any]], types: set[NodeType], flaps: list[Any],
                      "switch port.")
 
 
-def _host_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
+def _job_points(w: Weights, jobs: int, gpu_hours: float) -> float:
+    """The `killed_job` rule: per failed job, plus the GPU-hours lost (capped)."""
+    return w["killed_job"] * jobs + min(w.param("killed_job", "gpu_cap"),
+                                        w.param("killed_job", "gpu_hour") * gpu_hours)
+
+
+def _event_points(w: Weights, rule: str, nev: NodeEvent) -> tuple[float, dict[str, float]]:
+    """A switch or host event: the event itself, and the jobs that died with it."""
+    scored: dict[str, float] = {}
+    points = w.give(scored, rule, w[rule])
+    points += w.give(scored, "killed_job", _job_points(
+        w, len(nev.jobs), sum(j["gpu_hours"] for j in nev.jobs)))
+    return points, scored
+
+
+def _host_suspect(ev: Evidence, nev: NodeEvent, w: Weights) -> Suspect:
     """A host that went away (issue #20): its rails' flaps fold under it, its jobs died with
     it, and the action says to check the host, not its cables."""
     name = nev.host or nev.guid
     down = ((nev.up_at - nev.at).total_seconds() if nev.up_at else
             (ev.until - nev.at).total_seconds())
     gpu_hours = sum(j["gpu_hours"] for j in nev.jobs)
-    points = 2.0 + 3 * len(nev.jobs) + min(3.0, 0.01 * gpu_hours)
+    points, scored = _event_points(w, "host_event", nev)
     evidence = []
     if nev.flaps:
         back = f" and came back at {_fmt(nev.up_at)}" if nev.up_at else ", still down"
         if nev.rails_down >= 2:
-            evidence.append(f"{nev.rails_down} of its {nev.rails} rails went down within 30 s "
+            evidence.append(f"{nev.rails_down} of its {nev.rails} rails went down within "
+                            f"{COMMON_MODE_WINDOW.total_seconds():.0f} s "
                             f"at {_fmt(nev.at)}{back} ({down:.0f} s): one host event, not "
                             f"{nev.rails_down} cable faults")
         else:
@@ -417,44 +435,43 @@ def _host_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
                    points, flaps=len(nev.flaps), downtime_s=round(down, 1),
                    jobs_failed=len(nev.jobs), gpu_hours_lost=round(gpu_hours, 1),
                    evidence=evidence, action=action, first_at=nev.at,
-                   last_at=nev.up_at, rule_points=_node_rules(False, points))
+                   last_at=nev.up_at, rule_points=scored)
 
 
-def _node_suspect(ev: Evidence, nev: NodeEvent) -> Suspect:
+def _node_suspect(ev: Evidence, nev: NodeEvent, w: Weights) -> Suspect:
+    """A whole-switch event (many of its ports down together), or a host that went away."""
     if nev.host is not None:
-        return _host_suspect(ev, nev)
+        return _host_suspect(ev, nev, w)
     node = ev.fabric.nodes.get(nev.guid)
-    is_switch = node is None or node.node_type == NodeType.SWITCH
     name = node.name if node else nev.guid
     down = ((nev.up_at - nev.at).total_seconds() if nev.up_at else
             (ev.until - nev.at).total_seconds())
-    points = 2.0 + 3 * len(nev.jobs) + min(3.0, 0.01 * sum(j["gpu_hours"] for j in nev.jobs))
-    evidence = [f"{len(nev.ports)} ports went down within {30} s at {_fmt(nev.at)}"
+    points, scored = _event_points(w, "switch_event", nev)
+    evidence = [f"{len(nev.ports)} ports went down within "
+                f"{COMMON_MODE_WINDOW.total_seconds():.0f} s at {_fmt(nev.at)}"
                 f"{' and came back at ' + _fmt(nev.up_at) if nev.up_at else ', still down'}"
-                f" ({down:.0f} s): one {'switch' if is_switch else 'host'} event, not "
-                f"{len(nev.ports)} cable faults"]
+                f" ({down:.0f} s): one switch event, not {len(nev.ports)} cable faults"]
     if nev.jobs:
         evidence.append(f"{len(nev.jobs)} failed job(s) "
                         f"({', '.join(sorted({j['job_id'] for j in nev.jobs})[:5])})")
-    if is_switch:
-        action = (f"Switch {name} went down as a whole at {_fmt(nev.at)} (reboot or power): "
-                  "check its uptime, logs and power supplies; do not replace its cables.")
-    else:
-        action = (f"Host {name} lost all its HCA links at once at {_fmt(nev.at)}: check the "
-                  "host (reboot, driver, PCIe, power); its cables are not the cause.")
-    return Suspect("switch" if is_switch else "host",
-                   [{"name": name, "guid": nev.guid, "port": None, "label": ""}], points,
-                   flaps=len(nev.flaps), downtime_s=round(down, 1), jobs_failed=len(nev.jobs),
+    action = (f"Switch {name} went down as a whole at {_fmt(nev.at)} (reboot or power): "
+              "check its uptime, logs and power supplies; do not replace its cables.")
+    return Suspect("switch", [{"name": name, "guid": nev.guid, "port": None, "label": ""}],
+                   points, flaps=len(nev.flaps), downtime_s=round(down, 1),
+                   jobs_failed=len(nev.jobs),
                    gpu_hours_lost=round(sum(j["gpu_hours"] for j in nev.jobs), 1),
                    evidence=evidence, action=action, first_at=nev.at, last_at=nev.up_at,
-                   rule_points=_node_rules(is_switch, points))
+                   rule_points=scored)
 
 
 def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
+    """Every suspect of the evidence, best first. The weights are the rules table's with the
+    site's `[ranking] weights` (auditor/analyse/rules.py)."""
     cfg = cfg or RankingSettings()
-    out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg)) is not None]
-    out += [_node_suspect(ev, n) for n in ev.nodes]
-    _optics_verdicts(ev, out, cfg)
+    w = Weights(cfg.weights)
+    out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg, w)) is not None]
+    out += [_node_suspect(ev, n, w) for n in ev.nodes]
+    _optics_verdicts(ev, out, cfg, w)
     out.sort(key=lambda s: (-s.points, s.first_at or ev.until))
     return out
 
@@ -464,7 +481,8 @@ def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
 # puts them on the Evidence, and this turns the strong ones into `transceiver` verdicts.
 
 
-def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings) -> None:
+def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings,
+                     w: Weights) -> None:
     """A link whose module trends are strong (or that flapped and has a trend) becomes a
     `transceiver` suspect, with the lane in its evidence; a link with strong trends and no other
     evidence becomes one on its own (2 points plus 2 x the watch's strength: about a flapping
@@ -482,10 +500,10 @@ def _optics_verdicts(ev: Evidence, out: list[Suspect], cfg: RankingSettings) -> 
             continue
         best = max(strong, key=lambda w: w.strength)
         if suspect is None:
-            suspect = Suspect("transceiver", [_end(ev, g, p) for g, p in link], 2.0)
-            suspect.rule_points["optics"] = 2.0
+            suspect = Suspect("transceiver", [_end(ev, g, p) for g, p in link], 0.0)
+            suspect.points += w.give(suspect.rule_points, "optics", w.param("optics", "alone"))
             out.append(suspect)
-        suspect.points += _rule(suspect.rule_points, "optics", 2 * best.strength)
+        suspect.points += w.give(suspect.rule_points, "optics", w["optics"] * best.strength)
         suspect.component = "transceiver"
         # A hot module's every lane trends with it: the two strongest say it, the rest count.
         strong.sort(key=lambda w: -w.strength)
@@ -553,42 +571,3 @@ def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> 
                  "killed_by_host": ev.jobs_host},
         "suspects": [suspect_json(i, s) for i, s in enumerate(shown, 1)],
     }
-
-
-# -- rules (issue #15) ---------------------------------------------------------------------------
-# Which kinds of evidence gave a suspect its points, so that the outcomes of the swaps that
-# follow (auditor/analyse/outcomes.py) can say how often each kind was right. One name per
-# `points +=` above; a rule that gave no points is not listed.
-RULES = {
-    "reseat": "one flap shorter than NCCL's death time that no job died of",
-    "flaps": "flaps, and the downtime they add up to",
-    "long_flap": "flaps longer than NCCL's death time, or still down",
-    "counted_down": "link-downs only LinkDownedCounter saw",
-    "killed_job": "failed jobs blamed on it, and their GPU-hours",
-    "port_error": "an HCA's port-error event in a job's log",
-    "votes": "failing NCCL pairs whose paths cross it",
-    "error_rate": "a symbol BER over its limit (or warning level), link-error recoveries or "
-                  "receive errors over their rates",
-    "counter_rise": "symbol errors growing over several snapshots",
-    "ber_climbing": "the symbol BER rising in each of the last three intervals",
-    "saturated": "counters at their ceiling",
-    "degraded": "running below the width or speed its ends can do",
-    "switch_event": "many ports of one switch down at once",
-    "host_event": "a host that went away: its rails down together, or a flap its boot or "
-                  "Slurm records, counters, NODE_FAIL or NCCL peers tie to it",
-    "optics": "a transceiver diagnostics trend (auditor/analyse/optics.py)",
-}
-
-
-def _rule(scored: dict[str, float], name: str, points: float) -> float:
-    """Record `points` of rule `name` and return them (a zero adds no rule)."""
-    if points:
-        scored[name] = scored.get(name, 0.0) + points
-    return points
-
-
-def _node_rules(is_switch: bool, points: float) -> dict[str, float]:
-    # 2 points for the event itself; the rest are its failed jobs (as `killed_job` on a link).
-    jobs = points - 2.0
-    return {"switch_event" if is_switch else "host_event": 2.0,
-            **({"killed_job": jobs} if jobs > 0 else {})}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from auditor.analyse.health import End, changes, degraded_links, ends_of
+from auditor.analyse.degraded import End, changes, degraded_links, ends_of
 from auditor.errors import AuditorError
 from auditor.models import Fabric, NodeType
 from auditor.store import Store

@@ -6,14 +6,13 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
-from auditor.ingest import duplicates
+from auditor.ingest import guid_clashes, kinds
 from auditor.ingest.common import (
     NOT_UTF8_ESCAPED,
     IngestResult,
@@ -35,27 +34,11 @@ from auditor.models import (
     duplicated_guid,
 )
 from auditor.parse._common import DESCRIPTION_MAX
-from auditor.parse.iblinkinfo import parse_iblinkinfo
-from auditor.parse.ibnetdiscover import parse_ibnetdiscover
-from auditor.parse.ibqueryerrors import parse_ibqueryerrors_table
 from auditor.parse.nodedesc import describe, parse_node_name_map
-from auditor.parse.perfquery import parse_perfquery
 from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store, utc_naive
 
-TOPOLOGY_KINDS = ("ibnetdiscover", "iblinkinfo")
-COUNTER_KINDS = ("perfquery", "ibqueryerrors")
-KINDS = ("auto", *TOPOLOGY_KINDS, *COUNTER_KINDS)
-
-# First meaningful line of each format, as the real tools print it (infiniband-diags, rdma-core 44).
-_SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
-    ("ibnetdiscover", re.compile(r"^(#\s*Topology file|vendid=|devid=|sysimgguid=|switchguid=|"
-                                 r"caguid=|(CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s|"
-                                 r"(Ca|Switch|Rt)\s+:\s+0x|DR path )")),
-    ("iblinkinfo", re.compile(r"^(CA: |Switch: 0x|0x[0-9a-fA-F]+\s+\")")),
-    ("perfquery", re.compile(r"^# Port (extended )?counters: ")),
-    ("ibqueryerrors", re.compile(r"^(Errors for (0x|\")|## Summary:)")),
-]
+KINDS = ("auto", *kinds.names("captures"))
 
 
 @dataclass(slots=True)
@@ -98,55 +81,30 @@ def load_node_names(path: Path | None) -> dict[str, str]:
         raise exc.with_source(str(path)) from None
 
 
-def _first_lines(text: str) -> Iterator[str]:
-    """text.splitlines(), split a growing head at a time: recognising a 4.5 MB capture by its
-    first line split all of it (4 ms) to read one line."""
-    done, size = 0, 4096
-    while size < len(text):
-        lines = text[:size].splitlines()[:-1]  # the last may be cut (or a CR of a CRLF)
-        yield from lines[done:]
-        done, size = max(done, len(lines)), size * 8
-    yield from text.splitlines()[done:]
-
-
 def detect_kind(text: str, path: str) -> str:
-    """Recognise a capture by its first meaningful line."""
-    for line_no, line in enumerate(_first_lines(text), 1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("#") and not any(
-            sig in stripped for sig in ("Topology file", "counters:", "## Summary:")
-        ):
-            continue
-        for kind, pattern in _SIGNATURES:
-            if pattern.match(stripped):
-                return kind
-        raise AuditorError(
-            f"{path}:{line_no}: cannot tell what tool printed this; pass --kind "
-            f"({', '.join(KINDS[1:])}): {stripped[:80]!r}"
-        )
-    raise AuditorError(f"{path}:1: empty file, nothing to ingest")
-
-
-_PARSERS: dict[str, Callable[[str], Topology | list[CounterSample] | CounterTable]] = {
-    "ibnetdiscover": parse_ibnetdiscover,
-    "iblinkinfo": parse_iblinkinfo,
-    "perfquery": parse_perfquery,
-    "ibqueryerrors": parse_ibqueryerrors_table,
-}
+    """Recognise a capture by its first meaningful line (`kinds.capture_line`)."""
+    found = kinds.recognise("captures", text)
+    if found is not None:
+        return found
+    first = kinds.capture_line(text)
+    if first is None:
+        raise AuditorError(f"{path}:1: empty file, nothing to ingest")
+    line_no, line = first
+    raise AuditorError(f"{path}:{line_no}: cannot tell what tool printed this; pass --kind "
+                       f"({', '.join(KINDS[1:])}): {line[:80]!r}")
 
 
 def parse_file(path: Path, kind: str) -> _Parsed:
     text, digest, not_utf8 = read_capture(path)
     if kind == "auto":
         kind = detect_kind(text, str(path))
-    if kind not in _PARSERS:
+    entry = kinds.get(kind)
+    if entry is None or entry.family != "captures":
         raise AuditorError(f"{path}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
     if not text or text.isspace():  # (not text.strip(): that copies the text)
         raise AuditorError(f"{path}:1: empty file, nothing to ingest")
     try:
-        result = _PARSERS[kind](text)
+        result: Topology | list[CounterSample] | CounterTable = entry.call(text, {})
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     parsed = _Parsed(str(path), kind, digest, text.count("\n") + (not text.endswith("\n")),
@@ -223,7 +181,7 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
 
 
 def _owners(store: Store, moment: datetime, topo: Topology) -> dict[str, str]:
-    """The description the newest earlier snapshot gives each GUID this capture duplicates."""
+    """The description the newest earlier snapshot gives each GUID this capture guid_clashes."""
     times = [t for t in store.snapshot_times(moment, limit=2) if t < utc_naive(moment)]
     if not times:
         return {}
@@ -299,7 +257,8 @@ def ingest_files(
         for item in parsed:
             result = IngestResult(item.path, item.kind, "ingested")
             results.append(result)
-            item.options = options_key(kind=item.kind, names=digest_of(node_names))
+            item.options = options_key(kind=item.kind, **kinds.kind(item.kind).option_values(
+                {"names": digest_of(node_names)}))
             result.status = "already ingested" if item.sha256 in seen else \
                 claim_source(store, item.sha256, item.options, moment, explicit)
             if result.status == "already ingested":
@@ -308,7 +267,7 @@ def ingest_files(
             if item.topology is not None:
                 topo = _reconcile(item.topology, ident, result.warnings)
                 if topo.duplicates:
-                    topo = duplicates.prefer_owners(topo, _owners(store, moment, topo))
+                    topo = guid_clashes.prefer_owners(topo, _owners(store, moment, topo))
                 ident.learn_topology(topo)
                 result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
                 sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
@@ -319,7 +278,7 @@ def ingest_files(
                     why = f"node description over {DESCRIPTION_MAX} characters (cut)"
                     store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
                     result.warnings.append(f"{len(topo.cut)} line(s): {why}")
-                issues, warnings = duplicates.findings(topo)
+                issues, warnings = guid_clashes.findings(topo)
                 store.add_issues(sid, issues)
                 result.warnings += warnings
                 snapshot_source = snapshot_source or sid

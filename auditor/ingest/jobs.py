@@ -24,66 +24,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.collect.logfile import NUL_LEAD, NUL_SKIPPED, after_nuls
 from auditor.errors import AuditorError, ParseError
+from auditor.ingest import kinds
 from auditor.ingest.common import IngestResult, options_key, read_text
 from auditor.models import HostAddress, HostEventsResult, JobError, Location, MaintenanceWindow
 from auditor.parse._jobs import CUT, JobsResult
-from auditor.parse.cabling import Cable, parse_cabling
-from auditor.parse.hosts_file import parse_hosts_file
-from auditor.parse.inventory import parse_inventory
-from auditor.parse.jobcomp import parse_jobcomp, parse_jobs_jsonl
-from auditor.parse.joblog import JoblogResult, parse_joblog
-from auditor.parse.maintenance import parse_maintenance
-from auditor.parse.sacct import parse_sacct
 from auditor.portmap import PortMap
 from auditor.store import JobLogMeta, SourceMeta, Store
 
-JOB_KINDS = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "hosts", "maintenance", "inventory",
-             "cabling", "slurm-events", "slurmctld", "boots")
-# What Slurm and the hosts themselves say happened to whole hosts (issue #20).
-HOST_EVENT_KINDS = ("slurm-events", "slurmctld", "boots")
-# slurmctld's LogTimeFormat iso8601(_ms), rfc5424(_ms), rfc3339 stamps (SchedMD/slurm@
-# slurm-25-11-7-1 src/common/log.c:1118-1160): a file with none of them is no slurmctld.log.
-_SLURMCTLD_STAMP = re.compile(r"^\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
-                              r"(?:Z|[+-]\d{2}:?\d{2})?\] ", re.ASCII)
+if TYPE_CHECKING:
+    from auditor.parse.cabling import Cable
+    from auditor.parse.joblog import JoblogResult
 
-_SIGNS: list[tuple[str, re.Pattern[str]]] = [
-    ("sacct", re.compile(r"^JobID(Raw)?\||\|JobID(Raw)?\|", re.IGNORECASE)),
-    # sacctmgr show event -P: TimeStart beside NodeName (node events) or TRES (cluster events)
-    ("slurm-events", re.compile(r"^(?=.*(?:^|\|)TimeStart(?:\||$))"
-                                r"(?=.*(?:^|\|)(?:NodeName|TRES)(?:\||$))", re.IGNORECASE)),
-    ("slurmctld", _SLURMCTLD_STAMP),
-    # journalctl --list-boots (systemd >= 251's header, or a row of either layout)
-    ("boots", re.compile(r"^\s*(?:IDX\s+BOOT ID\b|-?\d+ [0-9a-f]{32} \S+ \d{4}-\d{2}-\d{2} )")),
-    ("jobcomp", re.compile(r"^JobId=\S+ ")),
-    ("jobs-jsonl", re.compile(r'^\{\s*"')),
-    ("maintenance", re.compile(r"^\s*target\s*,", re.IGNORECASE)),
-    ("inventory", re.compile(r"^\s*name\s*,.*\b(site|rack)\b", re.IGNORECASE)),
-    ("cabling", re.compile(r"^\s*a_name\s*,", re.IGNORECASE)),
-    ("joblog", re.compile(r"NCCL (WARN|INFO)|NET/IB|ProcessGroupNCCL|\[rank\d+\]|torchelastic|"
-                          r"torch\.distributed|CUDA out of memory|NVRM: Xid")),
-    ("hosts", re.compile(r"^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:%\w]*)\s+[\w.-]+")),
-]
-
-
-# last -x: a reboot or shutdown record among user sessions (util-linux login-utils/last.c).
-_LAST_RECORD = re.compile(r"^(?:reboot|shutdown)\s+system (?:boot|down)\s")
+JOB_KINDS = kinds.names("jobs")
+_SLURMCTLD_STAMP = re.compile(kinds.SLURMCTLD_STAMP)
 
 
 def detect_job_kind(head: str) -> str | None:
     """The job-side kind of a file from its first lines, or None."""
-    lines = [ln for ln in head.splitlines()[:200] if ln.strip() and not ln.startswith("#")]
-    if any(_LAST_RECORD.match(ln) for ln in lines):
-        return "boots"
-    for kind, sign in _SIGNS:
-        if kind == "joblog":
-            if any(sign.search(ln) for ln in lines):
-                return kind
-        elif lines and sign.search(lines[0]):
-            return kind
-    return None
+    return kinds.recognise("jobs", head)
 
 
 @dataclass(slots=True)
@@ -95,14 +57,8 @@ class JobOptions:
 
     def key(self, kind: str) -> str:
         """What of these options changes what a file of this kind stores (`options_key`)."""
-        if kind == "joblog":
-            return options_key(kind=kind, tz=str(self.tz), job=self.job, year=self.year)
-        if kind == "boots":
-            return options_key(kind=kind, tz=str(self.tz), year=self.year, host=self.host)
-        if kind in ("sacct", "jobcomp", "jobs-jsonl", "maintenance", "slurm-events",
-                    "slurmctld"):
-            return options_key(kind=kind, tz=str(self.tz))
-        return options_key(kind=kind)
+        return options_key(kind=kind, **kinds.kind(kind).option_values(
+            {"tz": str(self.tz), "job": self.job, "year": self.year, "host": self.host}))
 
 
 # Files the cluster writes: a damaged line is counted, not fatal (see the module docstring).
@@ -143,18 +99,15 @@ def read_damaged(path: Path) -> tuple[str, str, list[tuple[int, str, str]]]:
     return "\n".join(lines), digest, damaged
 
 
-def _jobs(kind: str, text: str, tz: tzinfo) -> JobsResult:
+def _scheduler_export(entry: kinds.Kind, text: str, given: dict[str, object]) -> JobsResult:
     # A scheduler export makes a few hundred thousand objects that all live on and hold no
     # cycle: the collector cannot free any of them, and running it cost 9 % of reading sacct
     # (0.07 s of 0.79 s of CPU for 99,990 jobs), so it is paused meanwhile.
     paused = gc.isenabled()
     gc.disable()
     try:
-        if kind == "sacct":
-            return parse_sacct(text, tz=tz)
-        if kind == "jobcomp":
-            return parse_jobcomp(text, tz=tz)
-        return parse_jobs_jsonl(text, tz=tz)
+        jobs: JobsResult = entry.call(text, given)
+        return jobs
     finally:
         if paused:
             gc.enable()
@@ -247,57 +200,52 @@ def _parse(path: Path, kind: str, opts: JobOptions) -> _JobFile:
         raise AuditorError(f"{path}:{line_no}: {what}, not a {kind} file")
     item = _JobFile(path, kind, digest, text.count("\n") + (not text.endswith("\n")),
                     damaged=damaged)
+    entry = kinds.get(kind)
+    if entry is None or entry.family != "jobs":
+        raise AuditorError(f"{path}: unknown kind {kind!r}")
+    given: dict[str, object] = {"tz": opts.tz, "year": opts.year, "host": opts.host}
     try:
-        if kind in ("sacct", "jobcomp", "jobs-jsonl"):
-            item.jobs = _jobs(kind, text, opts.tz)
-        elif kind == "hosts":
-            item.addresses = parse_hosts_file(text)
-        elif kind == "maintenance":
-            item.windows = parse_maintenance(text, tz=opts.tz)
-        elif kind == "inventory":
-            item.locations = parse_inventory(text)
-        elif kind == "cabling":
-            item.cables = parse_cabling(text)
-        elif kind in HOST_EVENT_KINDS:
-            item.host_events = _host_events(path, kind, text, opts)
-        elif kind == "joblog":
-            reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        _refuse(path, kind, text, opts)
+        reference = None
+        if "reference" in entry.params:  # when the file was written: the year of bare stamps
+            reference = given["reference"] = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        if entry.records == "jobs":
+            item.jobs = _scheduler_export(entry, text, given)
+        elif entry.reads == "lines":
+            item.log = entry.call(list(enumerate(text.splitlines(keepends=True), 1)), given)
             item.written_at = reference
-            item.log = parse_joblog(list(enumerate(text.splitlines(keepends=True), 1)),
-                                    tz=opts.tz, year=opts.year, reference=reference)
         else:
-            raise AuditorError(f"{path}: unknown kind {kind!r}")
+            setattr(item, entry.records, entry.call(text, given))
+        if kind == "boots":
+            _refuse_empty_boots(item.host_events, text)
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     return item
 
 
-def _host_events(path: Path, kind: str, text: str, opts: JobOptions) -> HostEventsResult:
-    """Slurm's node events, slurmctld's node messages or a host's boot records; a file with
-    nothing of its kind in it is refused (ParseError, exit 2) rather than stored empty."""
-    # Imported here: `ingest --kind sacct` reads none of them (its start-up was measured, #13).
-    from auditor.parse.boots import parse_boots
-    from auditor.parse.slurm_events import parse_slurm_events
-    from auditor.parse.slurmctld import parse_slurmctld
-
-    if kind == "slurm-events":
-        return parse_slurm_events(text, tz=opts.tz)
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+def _refuse(path: Path, kind: str, text: str, opts: JobOptions) -> None:
+    """A host-event file that cannot be what --kind says is refused (ParseError, exit 2) rather
+    than stored empty; boot records need the host they are of."""
     if kind == "slurmctld":
+        lines = _lines(text)
         if not any(_SLURMCTLD_STAMP.match(line) for _, line in lines[:5000]):
             raise ParseError(kind, lines[0][0] if lines else 1, lines[0][1] if lines else "",
                              "not a slurmctld.log: no line starts with slurmctld's "
                              "[YYYY-MM-DDTHH:MM:SS] stamp")
-        return parse_slurmctld(text, tz=opts.tz)
-    if not opts.host:
+    if kind == "boots" and not opts.host:
         raise AuditorError(f"{path}: --kind boots needs --host (the host whose boot records "
                            "these are)")
-    reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
-    found = parse_boots(text, host=opts.host, tz=opts.tz, year=opts.year, reference=reference)
-    if not found.events and len(found.unparsed) >= len(lines) and lines:
-        raise ParseError(kind, lines[0][0], lines[0][1], "not journalctl --list-boots or "
+
+
+def _refuse_empty_boots(found: HostEventsResult | None, text: str) -> None:
+    lines = _lines(text)
+    if found is not None and not found.events and len(found.unparsed) >= len(lines) and lines:
+        raise ParseError("boots", lines[0][0], lines[0][1], "not journalctl --list-boots or "
                          "last -x output")
-    return found
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _log_meta(source_id: int, job: str | None, item: _JobFile) -> JobLogMeta:

@@ -13,7 +13,6 @@ other options it replaces what it stored.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -31,6 +30,7 @@ from auditor.collect.logfile import (
     scan,
 )
 from auditor.errors import AuditorError
+from auditor.ingest import kinds
 from auditor.ingest.common import (
     IngestResult,
     LogOptions,
@@ -39,28 +39,12 @@ from auditor.ingest.common import (
     options_key,
 )
 from auditor.models import PortEvent, clip
-from auditor.parse import _logline, opensm, syslog, ufm_events
-from auditor.parse.dmesg import parse_dmesg
+from auditor.parse import _logline
 from auditor.portmap import PortMap, Resolved
 from auditor.store import Placement, SourceMeta, Store
 
-LOG_KINDS = ("syslog", "ufm-events", "opensm", "dmesg")
+LOG_KINDS = kinds.names("logs")
 
-# Envelopes, for counting garbage lines (PCRE, run by grep over the whole file).
-_ENVELOPES = {
-    "syslog": r"^(?:<\d{1,3}>)?(?:1 )?(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d|[A-Z][a-z]{2} {1,2}\d{1,2} "
-              r"\d\d:\d\d|[A-Z][a-z]{2} [A-Z][a-z]{2} {1,2}\d{1,2} \d\d:|\[|- )",
-    "ufm-events": r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d",
-    "opensm": r"^[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d \d{6} \[",
-    "dmesg": r"^(?:\[|\d{4}-\d\d-\d\dT|[A-Z][a-z]{2} {1,2}\d{1,2} )",
-}
-_PREFILTERS = {
-    "syslog": syslog.PREFILTER,
-    "ufm-events": ufm_events.PREFILTER,
-    "opensm": opensm.PREFILTER,
-    "dmesg": r"[Ll]ink (?:[Uu]p|[Dd]own)|Event (?:9|10) on device|[Pp]ort module event"
-             r"|mlx5_\d+.*(?:DOWN|ACTIVE)|Linux version \d",  # the boot banner (#20)
-}
 # A stamp this far ahead of the ingest is a skewed switch clock, not an event to rank.
 FUTURE_SLACK = timedelta(minutes=10)
 
@@ -89,40 +73,38 @@ def bound_event(e: PortEvent) -> bool:
 
 def log_scanner(kind: str) -> Tool:
     """The scanner a log of this kind is read with here (rg, grep or python)."""
-    return pick_tool(_PREFILTERS[kind], _ENVELOPES[kind])
+    entry = kinds.kind(kind)
+    return pick_tool(entry.prefilter_pattern(), entry.envelope)
 
 
 def detect_log_kind(head: str, path: Path) -> str:
-    for line in head.splitlines()[:50]:
-        line = line.strip()
-        if not line:
-            continue
-        for kind in ("ufm-events", "opensm", "syslog"):
-            if re.match(_ENVELOPES[kind], line):
-                return kind
-    raise AuditorError(f"{path}:1: cannot tell what kind of log this is; pass --kind "
-                       f"({', '.join(LOG_KINDS)})")
+    found = kinds.recognise("logs", head)
+    if found is None:
+        raise AuditorError(f"{path}:1: cannot tell what kind of log this is; pass --kind "
+                           f"({', '.join(LOG_KINDS)})")
+    return found
 
 
 def _parse(kind: str, found: LogScan, path: Path, opts: LogOptions) -> _logline.SyslogResult:
+    entry = kinds.kind(kind)
     reference = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     lines = found.lines()  # streamed while grep still reads the file
-    if kind == "ufm-events":
-        return ufm_events.parse_ufm_events(lines, tz=opts.tz)
-    if kind == "opensm":
-        return opensm.parse_opensm(lines, year=opts.year, reference=reference, tz=opts.tz)
-    if kind == "dmesg":
-        if not opts.host:
-            raise AuditorError(f"{path}: dmesg lines name no host; pass --host")
-        listed = list(lines)
-        res = parse_dmesg("".join(t for _, t in listed), host=opts.host, tz=opts.tz)
-        numbers = [n for n, _ in listed]
-        return _logline.SyslogResult(
-            [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
-            [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored,
-            [replace(b, line_no=numbers[b.line_no - 1]) for b in res.boots])
-    return syslog.parse_syslog_lines(lines, year=opts.year, reference=reference, tz=opts.tz,
-                                     extra=opts.extra)
+    given = {"year": opts.year, "reference": reference, "tz": opts.tz, "extra": opts.extra,
+             "host": opts.host}
+    if entry.reads == "lines":
+        result: _logline.SyslogResult = entry.call(lines, given)
+        return result
+    if "host" in entry.params and not opts.host:
+        raise AuditorError(f"{path}: {kind} lines name no host; pass --host")
+    # A parser of whole text (dmesg) reads the candidate lines joined: its line numbers are
+    # numbered back to the file's.
+    listed = list(lines)
+    res = entry.call("".join(t for _, t in listed), given)
+    numbers = [n for n, _ in listed]
+    return _logline.SyslogResult(
+        [replace(e, line_no=numbers[e.line_no - 1]) for e in res.events],
+        [(numbers[n - 1], text, why) for n, text, why in res.unparsed], res.ignored,
+        [replace(b, line_no=numbers[b.line_no - 1]) for b in res.boots])
 
 
 def _map(events: list[PortEvent], pm: PortMap,
@@ -166,8 +148,9 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
         # the kind.
         file_kind = kind if kind != "auto" else \
             detect_log_kind(read_head(path).decode("utf-8", "replace"), path)
-        prefilter = "|".join([_PREFILTERS[file_kind], *(p.pattern for p in opts.extra)])
-        found = scan(path, prefilter, _ENVELOPES[file_kind])
+        entry = kinds.kind(file_kind)
+        prefilter = "|".join([entry.prefilter_pattern(), *(p.pattern for p in opts.extra)])
+        found = scan(path, prefilter, entry.envelope)
         try:
             parsed = _parse(file_kind, found, path, opts)  # while the hash and counts finish
         finally:
@@ -177,9 +160,9 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
     with store.transaction():
         for path, file_kind, found, parsed in prepared:
             digest = found.sha256
-            options = options_key(kind=file_kind, year=opts.year, tz=str(opts.tz),
-                                  host=opts.host if file_kind == "dmesg" else None,
-                                  aliases=digest_of(opts.aliases))
+            options = options_key(kind=file_kind, **kinds.kind(file_kind).option_values(
+                {"year": opts.year, "tz": str(opts.tz), "host": opts.host,
+                 "aliases": digest_of(opts.aliases)}))
             result = IngestResult(str(path), file_kind, claim_source(store, digest, options,
                                                                      moment))
             results.append(result)

@@ -17,14 +17,14 @@ with other options it replaces what it stored.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from auditor.errors import AuditorError, ParseError
+from auditor.ingest import kinds
 from auditor.ingest.common import (
     NOT_UTF8_ESCAPED,
     IngestResult,
@@ -34,43 +34,16 @@ from auditor.ingest.common import (
     read_capture,
 )
 from auditor.models import OpticsReading
-from auditor.parse import ethtool_module, mlxlink_module, onyx_optics
 from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store
 
-OPTICS_KINDS = ("ethtool-module", "mlxlink-module", "onyx-optics")
-
-Parser = Callable[[str, str, datetime, str | None], list[OpticsReading]]
-_PARSERS: dict[str, Parser] = {
-    "ethtool-module": ethtool_module.parse_ethtool_module,
-    "mlxlink-module": mlxlink_module.parse_mlxlink_module,
-    "onyx-optics": onyx_optics.parse_onyx_optics,
-}
-# What each format's first lines look like, when no command line says it: ethtool's first field
-# is `Identifier : 0x11 (QSFP28)`; mlxlink's section titles; NVUE's hyphenated lower-case keys.
-_SIGNS: list[tuple[str, re.Pattern[str]]] = [
-    ("ethtool-module", re.compile(r"^\s*Identifier\s+: 0x[0-9a-fA-F]{2} \(")),
-    ("mlxlink-module", re.compile(r"^(?:Operational Info|Module Info)\s*$")),
-    ("onyx-optics", re.compile(r"^(?:cable-type|diagnostics-status|ch-\d+-rx-power)\s*:")),
-]
-_COMMANDS: list[tuple[str, Callable[[str], str | None]]] = [
-    ("ethtool-module", ethtool_module.command_port),
-    ("mlxlink-module", mlxlink_module.command_port),
-    ("onyx-optics", onyx_optics.command_port),
-]
+OPTICS_KINDS = kinds.names("optics")
 UNPLACED = "reading on an unmapped port"
 
 
 def detect_optics_kind(head: str) -> str | None:
     """The diagnostics format of a capture from its first lines, or None."""
-    for line in [ln for ln in head.splitlines() if ln.strip()][:50]:
-        for kind, named in _COMMANDS:
-            if named(line) is not None:
-                return kind
-        for kind, sign in _SIGNS:
-            if sign.match(line):
-                return kind
-    return None
+    return kinds.recognise("optics", head)
 
 
 @dataclass(slots=True)
@@ -84,7 +57,9 @@ class OpticsOptions:
 def parse_optics(kind: str, text: str, device: str, read_at: datetime,
                  port: str | None = None) -> list[OpticsReading]:
     """The readings of one capture of a diagnostics kind (ParseError as the parser raises)."""
-    return _PARSERS[kind](text, device, read_at, port)
+    readings: list[OpticsReading] = kinds.kind(kind).call(
+        text, {"device": device, "read_at": read_at, "port": port})
+    return readings
 
 
 def place(pm: PortMap, readings: Sequence[OpticsReading],
@@ -136,7 +111,8 @@ def _parse(path: Path, kind: str, opts: OpticsOptions) -> _Parsed:
             raise AuditorError(f"{path}:1: not transceiver diagnostics this auditor knows "
                                f"({', '.join(OPTICS_KINDS)})")
         kind = found
-    if kind not in _PARSERS:
+    entry = kinds.get(kind)
+    if entry is None or entry.family != "optics":
         raise AuditorError(f"{path}: unknown kind {kind!r}; use one of {', '.join(OPTICS_KINDS)}")
     if not opts.host:
         raise AuditorError(f"{path}: {kind} output names no host or switch; pass --host")
@@ -157,8 +133,8 @@ def ingest_optics_files(store: Store, paths: Sequence[Path], kind: str,
     maps: dict[datetime | None, PortMap] = {}
     with store.transaction():
         for item in parsed:
-            options = options_key(kind=item.kind, host=opts.host, port=opts.port,
-                                  aliases=digest_of(opts.aliases))
+            options = options_key(kind=item.kind, **kinds.kind(item.kind).option_values(
+                {"host": opts.host, "port": opts.port, "aliases": digest_of(opts.aliases)}))
             result = IngestResult(str(item.path), item.kind, claim_source(
                 store, item.digest, options, item.read_at, explicit=True))
             results.append(result)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.errors import AuditorError
-from auditor.ingest.captures import KINDS, detect_kind
+from auditor.ingest import kinds
+
+if TYPE_CHECKING:
+    from auditor.config import Settings
+    from auditor.ingest.common import IngestResult
+    from auditor.store import Store
 
 
 @dataclass(slots=True)
@@ -23,26 +30,16 @@ class IngestPlan:
 
 
 def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
-    """Split the files of one `ingest` into tool captures and logs (recognised when `auto`)."""
+    """Split the files of one `ingest` by ingester (each file recognised when `auto`, by the
+    registry of kinds: no ingester, and so none of their parsers, is imported here)."""
     from auditor.collect.logfile import read_head
-    from auditor.ingest.jobs import JOB_KINDS, detect_job_kind
 
-    if kind in KINDS[1:]:
-        return IngestPlan(list(paths), kind, [], "auto")
-    # A job kind is known before the log and optics ingesters are imported (their parsers cost
-    # `ingest --kind sacct` 0.03 s, issue #13); the kinds of each ingester are distinct.
-    if kind in JOB_KINDS:
-        return IngestPlan([], "auto", [], "auto", list(paths), kind)
-    from auditor.ingest.logs import LOG_KINDS, detect_log_kind
-    from auditor.ingest.optics import OPTICS_KINDS, detect_optics_kind
-
-    if kind in LOG_KINDS:
-        return IngestPlan([], "auto", list(paths), kind)
-    if kind in OPTICS_KINDS:
-        return IngestPlan([], "auto", [], "auto", optics=list(paths), optics_kind=kind)
-    every = (*KINDS, *LOG_KINDS, *JOB_KINDS, *OPTICS_KINDS)
+    every = ("auto", *kinds.names())
     if kind != "auto":
-        raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
+        entry = kinds.get(kind)
+        if entry is None or entry.family is None:
+            raise AuditorError(f"--kind {kind!r}: use one of {', '.join(every)}")
+        return _plan(entry.family, list(paths), kind)
     plan = IngestPlan([], "auto", [], "auto")
     for path in paths:
         raw = read_head(path)
@@ -54,24 +51,72 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
                 raise AuditorError(f"{path}:1: binary data (NUL bytes) and no line this auditor "
                                    "knows in the first 64 KiB; a log is read with --kind")
             raise AuditorError(f"{path}:1: empty file, nothing to ingest")
-        try:
-            detect_kind(head, str(path))
-        except AuditorError:
-            # Before the job kinds: a module's `Identifier : 0x11 (QSFP28)` is no site file.
-            if detect_optics_kind(head) is not None:
-                plan.optics.append(path)
-                continue
-            if detect_job_kind(head) is not None:
-                plan.job_files.append(path)
-                continue
-            try:
-                detect_log_kind(head, path)
-            except AuditorError:
-                first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
-                raise AuditorError(
-                    f"{path}:{first}: cannot tell what tool or log this is; pass --kind "
-                    f"({', '.join(every[1:])})") from None
-            plan.logs.append(path)
-        else:
-            plan.captures.append(path)
+        found = kinds.auto(head)
+        if found is None:
+            first = next(n for n, line in enumerate(head.splitlines(), 1) if line.strip())
+            raise AuditorError(f"{path}:{first}: cannot tell what tool or log this is; pass "
+                               f"--kind ({', '.join(every[1:])})")
+        _files(plan, found[0]).append(path)
     return plan
+
+
+def _plan(family: kinds.Family, paths: list[Path], kind: str) -> IngestPlan:
+    plan = IngestPlan([], "auto", [], "auto")
+    _files(plan, family).extend(paths)
+    if family == "captures":
+        plan.capture_kind = kind
+    elif family == "logs":
+        plan.log_kind = kind
+    elif family == "jobs":
+        plan.job_kind = kind
+    else:
+        plan.optics_kind = kind
+    return plan
+
+
+def _files(plan: IngestPlan, family: kinds.Family) -> list[Path]:
+    return {"captures": plan.captures, "logs": plan.logs, "jobs": plan.job_files,
+            "optics": plan.optics}[family]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """What `auditor ingest` was told beside the files and the kind."""
+
+    at: datetime | None = None  # a snapshot's time (or a module reading's)
+    year: int | None = None
+    tz: str | None = None
+    host: str | None = None
+    port: str | None = None
+    job: str | None = None
+
+
+def ingest_paths(store: Store, paths: Sequence[Path], kind: str, settings: Settings,
+                 opts: IngestOptions) -> list[IngestResult]:
+    """`auditor ingest`: every file into the store, in one transaction, each by the ingester
+    of its kind. Each ingester is imported only when it has files (the log parsers cost
+    `ingest --kind sacct` 0.03 s, issue #13)."""
+    from auditor.ingest.captures import ingest_files, load_node_names
+    from auditor.ingest.common import LogOptions
+
+    plan = plan_ingest(paths, kind)
+    logs = LogOptions.from_settings(settings, year=opts.year, tz=opts.tz, host=opts.host)
+    with store.transaction():
+        results = ingest_files(store, plan.captures, kind=plan.capture_kind, at=opts.at,
+                               node_names=load_node_names(settings.node_name_map),
+                               aliases=settings.aliases) if plan.captures else []
+        if plan.logs:
+            from auditor.ingest.logs import ingest_logs
+
+            results += ingest_logs(store, plan.logs, plan.log_kind, logs)
+        if plan.job_files:
+            from auditor.ingest.jobs import JobOptions, ingest_job_files
+
+            results += ingest_job_files(store, plan.job_files, plan.job_kind, JobOptions(
+                tz=logs.tz, job=opts.job, year=logs.year, host=opts.host))
+        if plan.optics:
+            from auditor.ingest.optics import OpticsOptions, ingest_optics_files
+
+            results += ingest_optics_files(store, plan.optics, plan.optics_kind, OpticsOptions(
+                host=opts.host, port=opts.port, at=opts.at, aliases=settings.aliases))
+    return results

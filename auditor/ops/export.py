@@ -39,10 +39,8 @@ from typing import Any
 
 from auditor import safe_text
 from auditor.analyse import flaps as flaps_mod
-from auditor.analyse.correlate import gather
 from auditor.analyse.outcomes import Outcomes, episode_json, judge
-from auditor.analyse.rank import as_json, rank
-from auditor.config import OutcomesSettings, RankingSettings
+from auditor.analyse.pipeline import RankSettings, rank_window
 from auditor.errors import AuditorError
 from auditor.store import Store, utc_naive
 from auditor.timeparse import EARLIEST, LATEST
@@ -264,10 +262,12 @@ def _write(final: Path, write: Callable[[Path], None]) -> None:
 
 
 def export(store: Store, out: Path, fabric: str, since: datetime, until: datetime,
-           cfg: RankingSettings | None = None, aliases: dict[str, str] | None = None,
-           outcomes: OutcomesSettings | None = None, takeover: bool = False) -> Exported:
+           settings: RankSettings | None = None, takeover: bool = False) -> Exported:
     """Write every table's partitions of the days [since, until] touches (see the module),
-    once this database owns the fabric's folders (`claim`)."""
+    once this database owns the fabric's folders (`claim`). Each day's suspects are ranked by
+    the one pipeline with the site's settings (`pipeline.rank_window`), as `suspects` ranks
+    that day."""
+    settings = settings or RankSettings()
     check_fabric(fabric)
     days = days_between(since, until)
     warnings = claim(out, fabric, store.identity(), store.path, takeover)
@@ -283,24 +283,23 @@ def export(store: Store, out: Path, fabric: str, since: datetime, until: datetim
         flap_cols = _flap_columns(found, names)
         _write(_partition(out, "flaps", fabric, day),
                partial(store.export_rows, "flaps", flap_cols))
-        suspect_cols = _suspect_columns(_day_suspects(store, day, end, cfg, aliases))
+        suspect_cols = _suspect_columns(_day_suspects(store, day, end, settings))
         _write(_partition(out, "suspects", fabric, day),
                partial(store.export_rows, "suspects", suspect_cols))
-        settings = outcomes or OutcomesSettings()
-        judged = judge(store, end - settings.span, end, settings) \
-            if store.suspect_runs(end - settings.span, end) else None
+        span = settings.outcomes.span
+        judged = judge(store, end - span, end, settings.outcomes, settings.verify_days) \
+            if store.suspect_runs(end - span, end) else None
         _write(_partition(out, "outcomes", fabric, day),
                partial(store.export_rows, "outcomes", _outcome_columns(judged)))
         files += 3
     return Exported(fabric, [f"{d:%Y-%m-%d}" for d in days], files, warnings)
 
 
-def _day_suspects(store: Store, day: datetime, end: datetime, cfg: RankingSettings | None,
-                  aliases: dict[str, str] | None) -> list[dict[str, Any]]:
+def _day_suspects(store: Store, day: datetime, end: datetime,
+                  settings: RankSettings) -> list[dict[str, Any]]:
     if not store.snapshot_times(end, limit=1):
         return []  # no topology yet on that day: nothing to rank
-    ev = gather(store, day, end, cfg, aliases=aliases)
-    return list(as_json(ev, rank(ev, cfg), None)["suspects"])
+    return list(rank_window(store, day, end, settings).as_json()["suspects"])
 
 
 _DAY_RE = re.compile(r"day=(\d{4}-\d{2}-\d{2})", re.ASCII)

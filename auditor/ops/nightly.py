@@ -15,9 +15,10 @@ from typing import Any
 
 from auditor.analyse.audit import audit, judge_again
 from auditor.analyse.outcomes import remember
+from auditor.analyse.pipeline import RankSettings
 from auditor.collect.runner import UnreachableRunner, open_runner
 from auditor.config import Settings
-from auditor.errors import exit_code
+from auditor.errors import AuditorError, exit_code
 from auditor.ingest.captures import load_node_names
 from auditor.ops import retention
 from auditor.ops.lock import RunLock
@@ -84,10 +85,8 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
                     log.error("source failed: %s: %s", c["command"], c["detail"])
         with steps.step("suspects and report"), \
                 Store(settings.db, read_only=True, busy_timeout_s=busy) as store:
-            audited = audit(store, utc_naive(start), utc_naive(end), aliases=settings.aliases,
-                            verify_days=settings.nightly.verify_days,
-                            limit=settings.nightly.limit, cfg=settings.ranking,
-                            outcomes=settings.outcomes)
+            audited = audit(store, utc_naive(start), utc_naive(end),
+                            RankSettings.from_settings(settings), limit=settings.nightly.limit)
             sources = store.sources()
         # The suspects the report shows are remembered, so that the swaps and flaps that
         # follow can tell which were right (issue #15); the report's outcomes include them.
@@ -135,3 +134,32 @@ def new_suspects(previous: Mapping[str, Any] | None,
     cable re-judged as a transceiver is new (the action changed). No previous run: all new."""
     seen = {_suspect_key(s) for s in (previous or {}).get("suspects", [])}
     return [s for s in current.get("suspects", []) if _suspect_key(s) not in seen]
+
+
+def nightly_logged(settings: Settings, interactive: bool, no_sweep: bool, until: str | None,
+                   metrics: Path | None) -> tuple[int, str | None]:
+    """`auditor nightly` as cron runs it: the run with its log file set up and torn down, every
+    failure written to the log (cron's only record; the log's console handler shows it once on
+    stderr), and a crash logged with its traceback. The exit code, and the line to print on a
+    terminal."""
+    from auditor.ops.runlog import secret_values, setup_logging, teardown_logging
+    from auditor.timeparse import parse_instant
+
+    setup_logging(settings.log_file, interactive, secret_values(settings))
+    log = logging.getLogger("auditor.nightly")
+    try:
+        end = parse_instant(until, "--until") if until else None
+        result = run_nightly(settings, interactive=interactive, do_sweep=not no_sweep,
+                             until=end, metrics_file=metrics)
+    except AuditorError as exc:
+        for line in exc.messages():
+            log.error("%s", line)
+        return exc.exit_code, None
+    except Exception:
+        log.exception("nightly run crashed")
+        return 1, None
+    finally:
+        teardown_logging()
+    said = (f"report: {result.folder}  ({len(result.new)} new suspect(s), "
+            f"{len(result.failed_sources)} failed source(s))") if interactive else None
+    return result.exit_code, said

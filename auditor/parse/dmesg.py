@@ -57,6 +57,11 @@ from auditor.models import HostEvent, PortEvent
 from auditor.parse._common import split_lines
 from auditor.parse._hostevents import host_event
 
+# The lines worth parsing, for the ingest's scan of a whole log (PCRE, run by grep): what the
+# recognisers below read, and the boot banner (#20).
+PREFILTER: str = (r"[Ll]ink (?:[Uu]p|[Dd]own)|Event (?:9|10) on device|[Pp]ort module event"
+                  r"|mlx5_\d+.*(?:DOWN|ACTIVE)|Linux version \d")
+
 _MONTHS = {
     m: i
     for i, m in enumerate(

@@ -31,7 +31,17 @@ import re
 from dataclasses import replace
 
 from auditor.errors import ParseError
-from auditor.models import DUPLICATE_MARK, DuplicateGuid, Link, Node, NodeType, Port, Topology, clip
+from auditor.models import (
+    DUPLICATE_MARK,
+    DuplicateGuid,
+    EdgeKey,
+    Link,
+    Node,
+    NodeType,
+    Port,
+    Topology,
+    clip,
+)
 from auditor.parse._common import (
     DESCRIPTION_MAX,
     EXAMPLE_MAX,
@@ -95,7 +105,6 @@ _LIST_RE = re.compile(
     re.ASCII,
 )
 
-_LinkKey = tuple[str, int, str, int]
 
 
 def parse_ibnetdiscover(text: str) -> Topology:
@@ -120,7 +129,7 @@ def _width_speed(token: str) -> tuple[str | None, str | None]:
 
 
 def _add_link(
-    links: dict[_LinkKey, Link],
+    links: dict[EdgeKey, Link],
     a: tuple[str, int],
     b: tuple[str, int],
     width: str | None,
@@ -229,7 +238,7 @@ def _parse_topology(lines: list[str]) -> Topology:
 
 
 def _topology_links(port_lines: list[_PortLine],
-                    dups: dict[str, list[tuple[str, str, int, str]]]) -> dict[_LinkKey, Link]:
+                    dups: dict[str, list[tuple[str, str, int, str]]]) -> dict[EdgeKey, Link]:
     """The links of the port lines; a peer GUID that several records print goes to one of them
     (see the module docstring)."""
     claims: dict[tuple[str, int], str] = {}  # (GUID, port) -> the duplicate record cabled there
@@ -237,7 +246,7 @@ def _topology_links(port_lines: list[_PortLine],
         for own, _, peer, peer_port, *_ in port_lines:
             if own.partition(DUPLICATE_MARK)[0] in dups:
                 claims[(peer, peer_port)] = own
-    links: dict[_LinkKey, Link] = {}
+    links: dict[EdgeKey, Link] = {}
     for own, port, peer, peer_port, peer_desc, width, speed, line_no, line in port_lines:
         seen = dups.get(peer)
         if seen is not None:
@@ -252,7 +261,7 @@ def _topology_links(port_lines: list[_PortLine],
 def _parse_ports_report(lines: list[str]) -> Topology:
     nodes: dict[str, Node] = {}
     ports: dict[tuple[str, int], Port] = {}
-    links: dict[_LinkKey, Link] = {}
+    links: dict[EdgeKey, Link] = {}
     cut: list[tuple[int, str]] = []
     runs: list[list[tuple[str, int]]] = []  # (port GUID, port) of consecutive CA lines
     prev: tuple[str, int, str] | None = None  # the CA line before: port GUID, port, description
@@ -314,7 +323,7 @@ def _parse_ports_report(lines: list[str]) -> Topology:
         nodes = {guid: n for guid, n in nodes.items() if guid not in alias}
         ports = {(alias.get(g, g), n): replace(p, guid=alias.get(g, g))
                  for (g, n), p in ports.items()}
-        renamed: dict[_LinkKey, Link] = {}
+        renamed: dict[EdgeKey, Link] = {}
         for lk in links.values():
             _add_link(renamed, (alias.get(lk.a_guid, lk.a_guid), lk.a_port),
                       (alias.get(lk.b_guid, lk.b_guid), lk.b_port), lk.width, lk.speed, (0, ""))

@@ -1,6 +1,6 @@
 """The report: what the technician works from and what the operator reads in the morning.
 
-`build_report` writes the report document (auditor/report/schema.py, the content of
+`build_report` writes the report document (auditor/report/document.py, the content of
 report.json) from an audit (auditor/analyse/audit.py); `write_report` writes replacements.csv
 (one row per action, best first), report.json and a self-contained report.html from it.
 """
@@ -20,7 +20,7 @@ from auditor.analyse.optics import UNIT, Trace, watch_json
 from auditor.analyse.outcomes import Outcomes
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
-from auditor.report import schema
+from auditor.report import document
 from auditor.report.tables import cell_limit, to_json
 from auditor.safe_text import csv_cell
 
@@ -45,12 +45,12 @@ def _iso(at: datetime | None) -> str | None:
     return at.isoformat(timespec="seconds") + "Z" if at else None
 
 
-def _end(place: Place) -> schema.End:
+def _end(place: Place) -> document.End:
     return {"name": place.name, "guid": place.guid, "port": place.port, "label": place.label,
             "site": place.site, "row": place.row, "rack": place.rack, "u": place.u}
 
 
-def _replacement(f: Finding, s: SuspectJSON) -> schema.Replacement:
+def _replacement(f: Finding, s: SuspectJSON) -> document.Replacement:
     ends = [_end(p) for p in f.ends]
     return {
         "priority": s["rank"], "verdict": s["component"], "score": s["score"],
@@ -63,7 +63,7 @@ def _replacement(f: Finding, s: SuspectJSON) -> schema.Replacement:
     }
 
 
-def _timeline(f: Finding) -> schema.Timeline:
+def _timeline(f: Finding) -> document.Timeline:
     return {
         "flaps": [{"down_at": _iso(fl.down_at), "up_at": _iso(fl.up_at)}
                   for fl in f.flaps if fl.down_at],
@@ -71,7 +71,7 @@ def _timeline(f: Finding) -> schema.Timeline:
     }
 
 
-def _neighbourhood(hood: Neighbourhood) -> schema.Neighbourhood:
+def _neighbourhood(hood: Neighbourhood) -> document.Neighbourhood:
     return {
         "nodes": [{"id": n.guid, "name": n.name, "kind": "hca" if n.tier == 2 else "switch",
                    "tier": n.tier} for n in hood.nodes],
@@ -80,7 +80,7 @@ def _neighbourhood(hood: Neighbourhood) -> schema.Neighbourhood:
     }
 
 
-def _trace(t: Trace) -> schema.OpticsTrace:
+def _trace(t: Trace) -> document.OpticsTrace:
     return {
         "device": t.module.device, "port_name": t.module.port_name,
         "serial_number": t.module.serial_number, "quantity": t.quantity,
@@ -91,7 +91,7 @@ def _trace(t: Trace) -> schema.OpticsTrace:
     }
 
 
-def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> schema.Report:
+def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> document.Report:
     """The report document of an audit (times naive UTC in, ISO out)."""
     ev, ranked, cov = result.evidence, result.suspects, result.coverage
     suspects = [suspect_json(f.rank, f.suspect) for f in result.findings]
@@ -136,7 +136,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> sc
     }
 
 
-def outcomes_section(out: Outcomes, co: Cohorts) -> schema.Outcomes:
+def outcomes_section(out: Outcomes, co: Cohorts) -> document.Outcomes:
     """The outcomes of the remembered suspects and the parts' cohorts, as `auditor outcomes
     --format json` prints them and report.json holds them."""
     weights = (outcomes.weights_json(outcomes.learned_weights(out))
@@ -157,7 +157,7 @@ def outcomes_section(out: Outcomes, co: Cohorts) -> schema.Outcomes:
     }
 
 
-def replacements_csv(report: schema.Report) -> str:
+def replacements_csv(report: document.Report) -> str:
     """One row per action. Every cell is inert text and never a formula (safe_text.csv_cell):
     names, parts and evidence come from the fabric and end up in a technician's spreadsheet."""
     buf = io.StringIO()
@@ -179,7 +179,7 @@ def replacements_csv(report: schema.Report) -> str:
     return buf.getvalue()
 
 
-def write_report(out: Path, report: schema.Report) -> list[Path]:
+def write_report(out: Path, report: document.Report) -> list[Path]:
     """replacements.csv, report.json and report.html in `out` (created)."""
     from auditor.outfiles import make_folder, write_text
     from auditor.report.html import render_html

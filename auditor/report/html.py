@@ -1,6 +1,6 @@
 """The technician/operator report as ONE self-contained HTML file.
 
-`render_html(report)` is a pure function of the report document (auditor/report/schema.py) that
+`render_html(report)` is a pure function of the report document (auditor/report/document.py) that
 `auditor/report/build.py` builds.
 The file has no external assets (no CDN, fonts or remote images) because it is mailed, attached
 to tickets and opened on air-gapped jump hosts; CSS is inline and every plot is an inline SVG
@@ -20,7 +20,7 @@ from typing import Any, overload
 import jinja2
 
 from auditor.analyse.optics import LABEL
-from auditor.report import schema, svg
+from auditor.report import document, svg
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
 DEFAULT_TOP_N = 10
@@ -63,7 +63,7 @@ _env = jinja2.Environment(
 )
 
 
-def render_html(report: schema.Report, *, top_n: int = DEFAULT_TOP_N) -> str:
+def render_html(report: document.Report, *, top_n: int = DEFAULT_TOP_N) -> str:
     """One self-contained HTML document for `report`; `top_n` suspects get a card with plots."""
     return _env.get_template("report.html.j2").render(**_view(report, top_n))
 
@@ -103,7 +103,7 @@ def _number(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _end(end: schema.End) -> dict[str, str]:
+def _end(end: document.End) -> dict[str, str]:
     where = [f"{key} {_str(value)}" if key else _str(value)
              for key, value in (("", end["site"]), ("row", end["row"]), ("rack", end["rack"]))
              if value]
@@ -114,7 +114,7 @@ def _end(end: schema.End) -> dict[str, str]:
     return {"name": _name(end["name"]) or "?", "label": label, "location": " / ".join(where)}
 
 
-def _replacement(r: schema.Replacement) -> dict[str, Any]:
+def _replacement(r: document.Replacement) -> dict[str, Any]:
     verdict = _str(r["verdict"])
     part = r["part"]
     return {
@@ -136,7 +136,7 @@ def _replacement(r: schema.Replacement) -> dict[str, Any]:
     }
 
 
-def _coverage(c: schema.Coverage) -> dict[str, Any]:
+def _coverage(c: document.Coverage) -> dict[str, Any]:
     counts = (("switches", c["switches_ok"], c["switches_total"]),
               ("hosts", c["hosts_ok"], c["hosts_total"]))
     parts = [f"{ok}/{total} {kind}" for kind, ok, total in counts if total]
@@ -150,7 +150,7 @@ def _coverage(c: schema.Coverage) -> dict[str, Any]:
             "blind_spots": blind}
 
 
-def _summary(s: schema.Summary) -> list[dict[str, str]]:
+def _summary(s: document.Summary) -> list[dict[str, str]]:
     cards = [("Switches", "switches", s["switches"], 0), ("HCAs", "hcas", s["hcas"], 0),
              ("Links", "links", s["links"], 0), ("Flaps", "flaps", s["flaps"], 0),
              ("Suspects", "suspects", s["suspects"], 0),
@@ -162,7 +162,7 @@ def _summary(s: schema.Summary) -> list[dict[str, str]]:
             for label, key, value, digits in cards]
 
 
-def _tracking(rows: list[schema.Tracking]) -> list[dict[str, str]]:
+def _tracking(rows: list[document.Tracking]) -> list[dict[str, str]]:
     out = []
     for t in rows:
         status = _str(t["status"])
@@ -191,7 +191,7 @@ def _watch(rows: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _trend_cards(traces: list[schema.OpticsTrace], uid: str) -> list[dict[str, str]]:
+def _trend_cards(traces: list[document.OpticsTrace], uid: str) -> list[dict[str, str]]:
     out = []
     for i, t in enumerate(traces):
         what = LABEL.get(t["quantity"], _str(t["quantity"]))
@@ -217,7 +217,7 @@ def _groups(rows: list[Any]) -> list[dict[str, str]]:
     } for g in rows]
 
 
-def _outcomes(o: schema.Outcomes | None) -> dict[str, Any] | None:
+def _outcomes(o: document.Outcomes | None) -> dict[str, Any] | None:
     """The outcomes section (issue #15): per rule and verdict, and the flagged cohorts."""
     if o is None:
         return None
@@ -245,7 +245,7 @@ def _outcomes(o: schema.Outcomes | None) -> dict[str, Any] | None:
     }
 
 
-def _view(report: schema.Report, top_n: int) -> dict[str, Any]:
+def _view(report: document.Report, top_n: int) -> dict[str, Any]:
     since, until = _when(report["window"]["since"]), _when(report["window"]["until"])
     replacements = [_replacement(r) for r in report["replacements"]]
     cards = []
@@ -339,7 +339,7 @@ def _legend(c: svg.Canvas, y: float, entries: list[tuple[str, str, str]]) -> Non
         x += svg.text_width(text, size) + 2.0 * size
 
 
-def _timeline_svg(timeline: schema.Timeline, since: datetime, until: datetime, uid: str,
+def _timeline_svg(timeline: document.Timeline, since: datetime, until: datetime, uid: str,
                   name: str) -> str | None:
     flaps: list[tuple[datetime, datetime, bool]] = []
     for flap in timeline["flaps"]:
@@ -427,7 +427,7 @@ def _nice_ticks(lo: float, hi: float, most: int = 5) -> list[float]:
     return [round(first + k * step, 10) for k in range(int((hi - first) / step + 1e-9) + 1)]
 
 
-def _trend_svg(t: schema.OpticsTrace, uid: str, name: str) -> str | None:
+def _trend_svg(t: document.OpticsTrace, uid: str, name: str) -> str | None:
     """A module's daily medians: every lane thin and grey, the watched lane (or the module's
     own quantity) in front with its points, and the module's warning and alarm limits dashed,
     named at the right edge. The limits are in the y range: the distance to them is the point."""
@@ -528,7 +528,7 @@ def _label_pt(text: str, size: float) -> float:
 _MARKER = 8.37  # a node's square or circle, in points (the 70 pt² markers of before)
 
 
-def _neighbourhood_svg(hood: schema.Neighbourhood, uid: str,
+def _neighbourhood_svg(hood: document.Neighbourhood, uid: str,
                        name: str) -> tuple[str, bool] | None:
     """The plot and whether it is wide (wants a whole row of the card)."""
     nodes: list[dict[str, Any]] = [
@@ -641,7 +641,7 @@ def _ylorrd(fraction: float) -> str:
     return "#" + "".join(f"{v:02x}" for v in mix)
 
 
-def _heatmap_svg(heatmap: schema.Heatmap, uid: str) -> str | None:
+def _heatmap_svg(heatmap: document.Heatmap, uid: str) -> str | None:
     starts = [_when(b) for b in heatmap["bins"]]
     rows = [(_name(r["switch"]) or "?", r["counts"]) for r in heatmap["rows"]
             if sum(r["counts"]) > 0]  # rows are the switches that flapped

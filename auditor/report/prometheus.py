@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from auditor.analyse.rank import SuspectJSON
-from auditor.report.schema import Report
+from auditor.report.document import Report
 from auditor.safe_text import NAME_MAX, inert
 
 if TYPE_CHECKING:

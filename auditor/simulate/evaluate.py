@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.analyse.correlate import gather
+from auditor.analyse.pipeline import rank_window
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions
@@ -152,13 +152,15 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = Fa
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:
-        ev = gather(store, since, until)
-    score = _score(folder, truth, as_json(ev, rank(ev)))
+        ranking = rank_window(store, since, until)
+    score = _score(folder, truth, ranking.as_json())
     score.host_records_ingested = [kind for kind, pattern, _ in HOST_RECORDS
                                    if offered(kind) and any(folder.glob(pattern))]
     if before:
+        ev = ranking.evidence
         for le in ev.links.values():
             le.healthy = []  # what the ranking did before #15 with the same evidence
+        # The ablation re-ranks the same evidence without it: the benchmark's own experiment.
         score.before = _score(folder, truth, as_json(ev, rank(ev)))
     return score, truth
 

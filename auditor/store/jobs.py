@@ -11,7 +11,7 @@ from auditor.store.connection import Connection, naive_or_none, utc_naive
 
 if TYPE_CHECKING:
     from auditor.store.meta import JobLogMeta
-    from auditor.store.rows import JobDuringRow, JobEndedRow, JobThroughRow
+    from auditor.store.rows import FinishedJobRow, JobDuringRow, JobEndedRow
 
 
 def _split_hosts(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -72,14 +72,14 @@ class JobQueries(Connection):
 
     def jobs_through(self, since: datetime, until: datetime,
                      spans: Sequence[tuple[datetime, datetime]], state: str,
-                     hosts: Iterable[str]) -> list[JobThroughRow]:
+                     hosts: Iterable[str]) -> list[FinishedJobRow]:
         """Jobs of the window in `state` that ran through one of `spans` whole (started by its
         start, ended at or after its end) on at least one of `hosts` (names as sacct gave
         them, see job_host_names), with all their hosts, by end time."""
         names = sorted(set(hosts))
         if not spans or not names:
             return []
-        return cast("list[JobThroughRow]", _split_hosts(self.run_dicts(
+        return cast("list[FinishedJobRow]", _split_hosts(self.run_dicts(
             "jobs_through", since=utc_naive(since), until=utc_naive(until),
             span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
             state=state, hosts=names)))

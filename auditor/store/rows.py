@@ -101,20 +101,9 @@ class JobEndedRow(TypedDict):
     hosts: list[str]  # sorted; [] for none
 
 
-class JobDuringRow(TypedDict):
-    """A job that had started and ran during a span (jobs_during.sql, jobs_during_hosts.sql)."""
-
-    job_id: str
-    state: str
-    start_at: datetime
-    end_at: datetime | None  # still running
-    name: str | None
-    gpus: int | None
-    hosts: list[str]
-
-
-class JobThroughRow(TypedDict):
-    """A job that ran through a span whole (jobs_through.sql)."""
+class FinishedJobRow(TypedDict):
+    """A job that started and ended: jobs_through.sql's (it ran through a span whole), and the
+    jobs of jobs_during.sql that had ended."""
 
     job_id: str
     state: str
@@ -123,6 +112,23 @@ class JobThroughRow(TypedDict):
     name: str | None
     gpus: int | None
     hosts: list[str]
+
+
+class RunningJobRow(TypedDict):
+    """A job of jobs_during.sql that had not ended."""
+
+    job_id: str
+    state: str
+    start_at: datetime
+    end_at: None
+    name: str | None
+    gpus: int | None
+    hosts: list[str]
+
+
+# A job that had started and ran during a span (jobs_during.sql, jobs_during_hosts.sql): a
+# test of end_at against None tells which.
+JobDuringRow = FinishedJobRow | RunningJobRow
 
 
 class UsingHca(TypedDict):

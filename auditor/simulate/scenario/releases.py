@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
+from auditor.nccl import RETRY_CNT_DEFAULT, default_ib_timeout
+
 # Facts below were read in the NVIDIA/nccl sources at the release tags named (`git show
 # <tag>:<file>`); a version between two tags takes the rule of the older one.
-IB_RETRY_CNT = 7  # NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7): every tag v2.8.3-1 .. v2.30.7-1
+IB_RETRY_CNT = RETRY_CNT_DEFAULT  # NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7): auditor.nccl
 _NCCL_VERSION_RE = re.compile(r"2\.(\d{1,2})\.(\d{1,2})")
 _MIN_NCCL = (2, 8, 0)
 
@@ -25,11 +27,13 @@ def parse_nccl_version(text: str) -> tuple[int, int, int]:
 
 
 def ib_timeout_default(version: str) -> int:
-    """NCCL_IB_TIMEOUT when the environment does not set it: NCCL_PARAM(IbTimeout,
-    "IB_TIMEOUT", N) in src/transport/net_ib.cc (net_ib/connect.cc from v2.29.2-1) is 14 up
-    to v2.13.4-1, 18 from v2.14.3-1 to v2.22.3-1 and 20 from v2.23.4-1."""
-    v = parse_nccl_version(version)
-    return 14 if v < (2, 14, 0) else 18 if v < (2, 23, 0) else 20
+    """NCCL_IB_TIMEOUT when the environment does not set it: the product's own table
+    (auditor.nccl.default_ib_timeout, read at the NCCL tags), so the simulator and the auditor
+    never disagree (issue #22)."""
+    parse_nccl_version(version)
+    found = default_ib_timeout(version)
+    assert found is not None  # noqa: S101 - parse_nccl_version accepted it
+    return found
 
 
 def nccl_death_s(ib_timeout: int, retry_cnt: int = IB_RETRY_CNT) -> float:

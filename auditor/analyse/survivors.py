@@ -36,15 +36,26 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from auditor import graph
-from auditor.analyse.flaps import Flap, PortKey
+from auditor.analyse.evidence import (
+    HealthyJob,
+    HostResolver,
+    LinkEvidence,
+    jobs_by_host,
+)
+from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
-from auditor.models import Fabric, NodeType
-from auditor.nccl import RETRY_CNT_DEFAULT, death_s, ib_hca_selects, job_death
+from auditor.models import Fabric, LinkKey, NodeType
+from auditor.nccl import (
+    RETRY_CNT_DEFAULT,
+    UNKNOWN_BOUNDS,
+    death_s,
+    default_ib_timeout,
+    ib_hca_selects,
+    job_death,
+)
 
 if TYPE_CHECKING:
-    from auditor.store.rows import JobThroughRow
-
-LinkKey = tuple[PortKey, ...]  # as correlate.LinkKey: one or two ends, sorted
+    from auditor.store.rows import FinishedJobRow, JobDuringRow
 
 # NCCL starts tens of seconds after the job (Python, torch, the rendezvous): before that no port
 # is open, and a port that is down when NCCL starts is never used.
@@ -62,16 +73,6 @@ RAIL_UNKNOWN = 0.5
 # A ring over hosts under the leaf and elsewhere crosses the leaf's edge at least twice, and
 # NCCL's channels run both ways: at least this many flows cross a leaf's uplinks.
 _EDGE_FLOWS = 4
-
-
-@dataclass(frozen=True, slots=True)
-class HealthyJob:
-    """A COMPLETED job that was running across a link through one of its flaps."""
-
-    job_id: str
-    flap: int  # index into the link's flaps (LinkEvidence.flaps)
-    weight: float  # how sure it is that the job's traffic crossed the link, in (0, 1]
-    how: str  # what says it crossed: "its Using list names the HCA", "rail not known", ...
 
 
 @dataclass(slots=True)
@@ -155,21 +156,26 @@ def _longest_wait(settings: Sequence[tuple[int, int | None]], cfg: RankingSettin
     return max(waits)
 
 
-def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
-                 completed_through: Callable[[list[tuple[datetime, datetime]], set[str]],
-                                             list[JobThroughRow]],
-                 host_of: Callable[[str], str | None], fabric: Fabric, g: graph.FabricGraph,
-                 logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
-                 errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
-                 in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]
-                 ) -> dict[LinkKey, list[HealthyJob]]:
-    """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
-    than they could wait (see the module docstring). `completed_through(spans, hosts)`: the
-    COMPLETED jobs that ran through one of the spans whole with a host named by a name that
-    resolves (`host_of`) to one of the fabric hosts `hosts`, with all their hosts (a month
-    holds 100,000 jobs: only those are read; more may come back, they are left out here as
-    well). `in_use` and `settings`: the NCCL versions and the
-    (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs, for jobs whose own say nothing."""
+@dataclass(slots=True)
+class _Plan:
+    """What `_healthy_plan` found to ask about, and what `_healthy_jobs` judges with."""
+
+    informative: dict[LinkKey, list[tuple[int, datetime, datetime, float]]]
+    crossings: dict[LinkKey, tuple[dict[str, tuple[str | None, int]], float, bool]]
+    wanted: set[str]
+    spans: list[tuple[datetime, datetime]]
+    rails: dict[str, _Rails]
+    wait_of: Callable[[str], float]
+
+
+def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Callable[
+                      [str], str | None], fabric: Fabric, g: graph.FabricGraph,
+                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
+                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
+                  in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]
+                  ) -> _Plan | None:
+    """What the healthy-job evidence needs to read: the flaps some job may have outlived, the
+    hosts whose traffic may cross them and the spans to ask about (None: nothing to ask)."""
     site_wait = _longest_wait(settings, cfg, in_use)
     rails = _rails(logs, matched, errors, host_of)
 
@@ -188,7 +194,7 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
 
     shortest = min([site_wait, *(wait_of(j) for j in rails)])
     if math.isinf(shortest):
-        return {}
+        return None
     # (index, down, up, seconds) of the flaps some job may have outlived; a link-down only a
     # counter saw has no time to hold a job against.
     informative: dict[LinkKey, list[tuple[int, datetime, datetime, float]]] = {}
@@ -199,27 +205,35 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
         if mine:
             informative[link] = mine
     if not informative:
-        return {}
+        return None
     crossings = {link: c for link in informative if (c := _crossing(link, fabric, g))}
     wanted = {h for c in crossings.values() for h in c[0]}
     spans = [(down - RAN_BEFORE, up + RAN_AFTER) for link in crossings
              for _, down, up, _ in informative[link]]
+    return _Plan(informative, crossings, wanted, spans, rails, wait_of)
+
+
+def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[str], str | None],
+                  fabric: Fabric) -> dict[LinkKey, list[HealthyJob]]:
+    """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
+    than they could wait (see the module docstring), of the `jobs` read for the plan."""
+    informative, crossings, wanted, rails, wait_of = (
+        plan.informative, plan.crossings, plan.wanted, plan.rails, plan.wait_of)
     # A month of a large fabric returns thousands of jobs with tens of hosts each: each name is
     # resolved once, and only the hosts whose traffic may cross a flapping link are indexed,
     # by the names that resolve to them. A job's own hosts are worked out only once it ran
     # through a flap next to them (at 30d, 13,000 jobs' host sets were 20-28 ms, issue #13).
-    jobs = completed_through(spans, wanted)
     names = {x: host_of(x) for x in set().union(*[job["hosts"] for job in jobs])}
     near = {x: h for x, h in names.items() if h and h in wanted}
     near_names = set(near)
-    by_host: dict[str, list[JobThroughRow]] = defaultdict(list)
+    by_host: dict[str, list[FinishedJobRow]] = defaultdict(list)
     for job in jobs:
         if hit := near_names.intersection(job["hosts"]):
             for h in {near[x] for x in hit}:
                 by_host[h].append(job)
     hosts_of: dict[int, frozenset[str]] = {}
 
-    def job_hosts_of(job: JobThroughRow) -> frozenset[str]:
+    def job_hosts_of(job: FinishedJobRow) -> frozenset[str]:
         found = hosts_of.get(id(job))
         if found is None:
             found = hosts_of[id(job)] = frozenset(filter(None, map(names.__getitem__,
@@ -240,7 +254,7 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
         # Each job once, where the first of its hosts here (in order) lists it: whether it
         # crossed depends on the job and the flap, not on the host it was found by (a job on
         # 10 hosts under a flapping leaf was judged 10 times per flap, issue #13).
-        candidates: list[JobThroughRow] = []
+        candidates: list[FinishedJobRow] = []
         listed: set[int] = set()
         for h in sorted(hosts_here):
             for job in by_host.get(h, []):
@@ -277,6 +291,88 @@ def healthy_jobs(flaps_by_link: Mapping[LinkKey, Sequence[Flap]],
     return out
 
 
+# -- jobs that ran through a flap and lived: one read, two kinds of evidence ------------------
+
+
+def lived_through(links: dict[LinkKey, LinkEvidence],
+                  jobs_during: Callable[[list[tuple[datetime, datetime]], set[str]],
+                                        list[JobDuringRow]],
+                  resolver: HostResolver, fabric: Fabric, g: graph.FabricGraph,
+                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
+                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
+                  in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]) -> None:
+    """The jobs that ran through the window's flaps and lived, from one read (issue #22: one
+    mechanism): on each link, `survived` (the jobs on an HCA's host that ran through a flap of
+    its cable longer than any NCCL since 2.14 waits and did not die of it: the flap did not
+    touch their traffic, shown beside the flaps) and `healthy` (the COMPLETED jobs whose
+    traffic crossed the link through a flap longer than they could wait, with how sure the
+    crossing is: they take points off its flaps). `jobs_during(spans, hosts)`: the jobs
+    running during one of the spans on a host named by a name that resolves to one of the
+    fabric hosts `hosts`, with all their hosts (more may come back). `in_use` and `settings`:
+    the NCCL versions and the (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs."""
+    long_flaps, survivor_hosts = _survivor_plan(links, fabric)
+    plan = _healthy_plan({k: le.flaps for k, le in links.items() if le.flaps}, resolver.host,
+                         fabric, g, logs, matched, errors, cfg, in_use, settings)
+    spans = long_flaps + (plan.spans if plan is not None else [])
+    wanted = survivor_hosts | (plan.wanted if plan is not None else set())
+    if not spans or not wanted:
+        return
+    jobs = jobs_during(spans, wanted)
+    if long_flaps and survivor_hosts:
+        _mark_survivors(links, jobs_by_host(jobs, resolver, long_flaps), fabric)
+    if plan is not None:
+        # ran through a flap whole and COMPLETED: judged per flap below
+        completed = [j for j in jobs if j["state"] == "COMPLETED"
+                     and j["start_at"] is not None and j["end_at"] is not None]
+        for link, found in _healthy_jobs(plan, completed, resolver.host, fabric).items():
+            links[link].healthy = found
+
+
+# NCCL 2.14 onwards waits at most this long for a dead link at its default NCCL_IB_TIMEOUT
+# (20 from 2.23.4: 34 s): a job that ran on a cable's host through a longer flap and lived was
+# not on that cable.
+_DEADLY_S = death_s(default_ib_timeout(UNKNOWN_BOUNDS[1]) or 20)
+_SURVIVED_AFTER = timedelta(minutes=10)  # still running this long after the link came back
+
+
+def _long(f: Flap) -> bool:
+    return f.down_at is not None and f.up_at is not None and (f.duration_s or 0) > _DEADLY_S
+
+
+def _hca_hosts(le: LinkEvidence, fabric: Fabric) -> set[str]:
+    return {fabric.nodes[g].name for g, _ in le.link
+            if g in fabric.nodes and fabric.nodes[g].node_type == NodeType.HCA}
+
+
+def _survivor_plan(links: dict[LinkKey, LinkEvidence], fabric: Fabric
+                   ) -> tuple[list[tuple[datetime, datetime]], set[str]]:
+    """The spans of the long flaps and the hosts of the cables that had one: only the jobs
+    that ran on such a host are asked for (issue #13: at 30 days 100 jobs of the 5,410 that
+    ran during one)."""
+    long_flaps = [(f.down_at, f.up_at) for le in links.values() for f in le.flaps
+                  if f.down_at is not None and f.up_at is not None and _long(f)]
+    if not long_flaps:
+        return [], set()
+    wanted = {h for le in links.values() if any(_long(f) for f in le.flaps)
+              for h in _hca_hosts(le, fabric)}
+    return long_flaps, wanted
+
+
+def _mark_survivors(links: dict[LinkKey, LinkEvidence],
+                    by_host: dict[str, list[JobDuringRow]], fabric: Fabric) -> None:
+    for le in links.values():
+        hosts = _hca_hosts(le, fabric)
+        for f in le.flaps:
+            if not hosts or f.down_at is None or f.up_at is None or not _long(f):
+                continue
+            for h in hosts:
+                for job in by_host.get(h, []):
+                    # Still running 10 minutes after the link came back: it lived through it.
+                    after = job["end_at"] is None or job["end_at"] > f.up_at + _SURVIVED_AFTER
+                    if job["start_at"] <= f.down_at and after:
+                        le.survived.add(job["job_id"])
+
+
 def _crossing(link: LinkKey, fabric: Fabric, g: graph.FabricGraph
               ) -> tuple[dict[str, tuple[str | None, int]], float, bool] | None:
     """The hosts whose traffic may cross `link`, each with the HCA (device, port) it would use,
@@ -304,4 +400,4 @@ def _crossing(link: LinkKey, fabric: Fabric, g: graph.FabricGraph
     return under, _uplink_share(len(graph.uplinks(g, leaf))), True
 
 
-__all__ = ["HealthyJob", "healthy_jobs"]
+__all__ = ["HealthyJob", "lived_through"]

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from auditor.analyse.correlate import Evidence, gather, link_of
+from auditor.analyse.correlate import gather
+from auditor.analyse.evidence import Evidence, link_of
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions

@@ -1,5 +1,5 @@
 """The audit (auditor/analyse/audit.py) and the report document built from it
-(auditor/report/schema.py): where a suspect's ends are, what part sits in them, which devices
+(auditor/report/document.py): where a suspect's ends are, what part sits in them, which devices
 were audited, and a report.json that is the typed document and renders the same page."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from auditor.cli import app
 from auditor.demo import build_demo
 from auditor.models import Location
 from auditor.report.build import build_report, replacements_csv, write_report
+from auditor.report.document import Report
 from auditor.report.html import render_html
-from auditor.report.schema import Report
 from auditor.store import SourceMeta, Store, utc_naive
 
 SINCE = datetime(2026, 11, 27, 3, tzinfo=UTC)

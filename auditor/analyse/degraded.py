@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditor.graph import LinkKey, link_key
-from auditor.models import Fabric, Link, NodeType, duplicated_guid
+from auditor.graph import link_key
+from auditor.models import EdgeKey, Fabric, Link, NodeType, duplicated_guid
 
 WIDTHS = ["1X", "2X", "4X", "8X", "12X"]
 SPEEDS = ["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
@@ -149,9 +149,9 @@ def changes(fabric: Fabric, previous: Fabric | None) -> Changes:
     new = [now[k] for k in sorted(now.keys() - then.keys())]
     gone = [then[k] for k in sorted(then.keys() - now.keys())]
     moved = []
-    matched_new: set[LinkKey] = set()
-    matched_gone: set[LinkKey] = set()
-    held: set[LinkKey] = set()  # appeared, but not a moved cable
+    matched_new: set[EdgeKey] = set()
+    matched_gone: set[EdgeKey] = set()
+    held: set[EdgeKey] = set()  # appeared, but not a moved cable
     shared = _shared_guids(fabric) | _shared_guids(previous)
     linked = {(lk.a_guid, lk.a_port) for lk in fabric.links}
     linked |= {(lk.b_guid, lk.b_port) for lk in fabric.links}

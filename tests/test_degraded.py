@@ -3,7 +3,7 @@ counts as moved."""
 
 from __future__ import annotations
 
-from auditor.analyse.health import changes, degraded_links
+from auditor.analyse.degraded import changes, degraded_links
 from auditor.models import Fabric, FabricNode, Link, NodeType, Port
 
 
