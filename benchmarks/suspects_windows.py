@@ -45,7 +45,9 @@ def main() -> None:
             res = subprocess.run(
                 [sys.executable, "-m", "auditor", "--db", str(db), "suspects", "--since", since,
                  "--until", f"{until:%Y-%m-%dT%H:%M:%S}Z", "--format", "json"],
-                capture_output=True, text=True, env=env, check=False)
+                # run in the temporary folder: `-m` puts the working folder first on sys.path,
+                # where a checkout would win over --code
+                capture_output=True, text=True, env=env, cwd=tmp, check=False)
             if res.returncode != 0:
                 sys.exit(f"{name}: exit {res.returncode}: {res.stderr.strip()}")
             (args.out / name).write_text(res.stdout)

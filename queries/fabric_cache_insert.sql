@@ -1,4 +1,5 @@
--- Cache the newest topology snapshot (auditor/store.py _encode_fabric says what each part holds).
+-- Cache the newest topology snapshot (auditor/store/fabric_cache.py _encode_fabric says what
+-- each part holds).
 insert into fabric_cache (seen_at, prev_at, fingerprint, format, lookup, nodes, ports, links,
                           peers, names, changed)
 values ($seen_at, $prev_at, $fingerprint, $format, $lookup, $nodes, $ports, $links, $peers,

@@ -2,7 +2,7 @@
 -- after $since, running ones started before $until) and that had started and were running at
 -- some moment of one of the spans [$span_lo[i], $span_hi[i]], with their hosts: the jobs a log
 -- written then may belong to, or that ran through a long flap.
--- A job's hosts come back as one string, sorted and joined by commas (store.py splits it; a
+-- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none: DuckDB
 -- turning 155,000 names into Python lists cost ~13 ms of CPU more at 30 days (issue #13).
 with latest as (

@@ -2,7 +2,7 @@
 -- them), with all their hosts: the jobs that may have lived through a long flap of those
 -- hosts' cables (issue #13: at 30 days 5,410 jobs ran during such a flap, a few hundred on a
 -- host of its link; the others were read and indexed for nothing).
--- A job's hosts come back as one string, sorted and joined by commas (store.py splits it; a
+-- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none.
 with near as (
     -- Job id and start are what `latest` partitions by: leaving other runs out before the

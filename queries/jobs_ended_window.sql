@@ -2,7 +2,7 @@
 -- start decides its state), with their hosts: the failed jobs the ranking explains. Only
 -- these are read whole: 30 days hold ~100,000 jobs, and reading all of them with their host
 -- lists was 1.2 s of CPU of `suspects --since 30d` (issue #13).
--- A job's hosts come back as one string, sorted and joined by commas (store.py splits it; a
+-- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none: DuckDB
 -- turning 155,000 names into Python lists cost ~13 ms of CPU more at 30 days (issue #13).
 with latest as (

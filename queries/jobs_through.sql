@@ -2,7 +2,7 @@
 -- through one of the spans [$span_lo[i], $span_hi[i]] whole: started by its start and ended at
 -- or after its end, on at least one of the hosts $hosts (as job_nodes names them), with all
 -- their hosts. The jobs that lived through a flap next to those hosts (issue #15).
--- A job's hosts come back as one string, sorted and joined by commas (store.py splits it; a
+-- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none: DuckDB
 -- turning 155,000 names into Python lists cost ~13 ms of CPU more at 30 days (issue #13).
 with near as (

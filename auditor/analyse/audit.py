@@ -27,6 +27,7 @@ from auditor.analyse.rank import Suspect
 if TYPE_CHECKING:
     from auditor.analyse.cohorts import Cohorts
     from auditor.analyse.outcomes import Outcomes
+    from auditor.store.rows import DeviceStatusRow, LocationRow, TransceiverRow
 from auditor.config import OpticsSettings, OutcomesSettings
 from auditor.models import NodeType
 from auditor.store import Store
@@ -214,8 +215,8 @@ def _traces(watch: WatchList, ends: list[dict[str, Any]]) -> list[Trace]:
 
 
 def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,
-             locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
-             modules: dict[tuple[str, int], dict[str, Any]]) -> Finding:
+             locs: dict[str, LocationRow], labels: dict[tuple[str, int], str],
+             modules: dict[tuple[str, int | None], TransceiverRow]) -> Finding:
     first = s.ends[0]["guid"]
     le = ev.links.get(tuple(sorted((e["guid"], e["port"]) for e in s.ends)))
     if le is not None:
@@ -229,16 +230,17 @@ def _finding(ev: Evidence, g: graph.FabricGraph, rank_no: int, s: Suspect,
                    neighbourhood=_neighbourhood(ev, g, s.ends))
 
 
-def _place(locs: dict[str, dict[str, Any]], labels: dict[tuple[str, int], str],
+def _place(locs: dict[str, LocationRow], labels: dict[tuple[str, int], str],
            end: dict[str, Any]) -> Place:
-    loc = locs.get(end["name"], {})
+    loc: LocationRow | dict[str, None] = locs.get(end["name"], {})
     label = labels.get((end["name"], end["port"])) if end["port"] is not None else None
     return Place(name=end["name"], guid=end["guid"], port=end["port"],
                  label=label or end.get("label") or "", site=loc.get("site"),
                  row=loc.get("row_name"), rack=loc.get("rack"), u=loc.get("u"))
 
 
-def _part(modules: dict[tuple[str, int], dict[str, Any]], ends: list[dict[str, Any]]) -> Part:
+def _part(modules: dict[tuple[str, int | None], TransceiverRow], ends: list[dict[str, Any]]
+          ) -> Part:
     found = [modules[(e["guid"], e["port"])] for e in ends if (e["guid"], e["port"]) in modules]
     if not found:
         return Part()
@@ -269,7 +271,7 @@ def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges)
 
 
-def _coverage(status: list[dict[str, Any]], notes: list[str]) -> Coverage:
+def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:
     switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
     hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
     return Coverage(

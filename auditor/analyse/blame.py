@@ -25,7 +25,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import hosts
@@ -48,6 +48,9 @@ from auditor.config import RankingSettings
 from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
 
+if TYPE_CHECKING:
+    from auditor.store.rows import JobEndedRow
+
 
 @dataclass(slots=True)
 class JobView:
@@ -62,7 +65,7 @@ class JobView:
 class FailedJob:
     """One failed job of the window as the blame reads it."""
 
-    job: dict[str, Any]
+    job: JobEndedRow
     hosts: list[str]  # its fabric hosts
     start: datetime
     end: datetime
@@ -287,7 +290,7 @@ class FailedJobs:
     nccl_ends: dict[str, list[hosts.NcclEndpoint]]  # a host its peers on several rails lost
 
 
-def failed_jobs(ended: list[dict[str, Any]], since: datetime, until: datetime,
+def failed_jobs(ended: list[JobEndedRow], since: datetime, until: datetime,
                 views: dict[str, JobView], errors_by_host: dict[str, list[dict[str, Any]]],
                 resolver: HostResolver, cfg: RankingSettings, in_use: list[str]
                 ) -> FailedJobs:

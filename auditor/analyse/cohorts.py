@@ -27,10 +27,13 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from auditor.analyse.outcomes import FLAP_RULES, Episode, Outcomes
 from auditor.store import Store
+
+if TYPE_CHECKING:
+    from auditor.store.rows import ReplacementRow
 
 DIMENSIONS = ("part_number", "vendor", "firmware", "lot")
 # A lot (or firmware) is a subset of one part number; the broader fields can be explained by it.
@@ -108,11 +111,11 @@ def parts_of(store: Store) -> list[Part]:
     return sorted(parts.values(), key=lambda p: p.ident)
 
 
-def _incidents(out: Outcomes, swaps: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+def _incidents(out: Outcomes, swaps: list[ReplacementRow]) -> dict[tuple[str, int | None], int]:
     """Incidents per port: the suspects of the window on its link, plus the swaps on it that
     fall outside every one of those suspects' spans (a swap during a suspect is that one)."""
-    per_port: dict[tuple[str, int], int] = defaultdict(int)
-    spans: dict[tuple[str, int], list[tuple[datetime, datetime]]] = defaultdict(list)
+    per_port: dict[tuple[str, int | None], int] = defaultdict(int)
+    spans: dict[tuple[str, int | None], list[tuple[datetime, datetime]]] = defaultdict(list)
     for e in out.episodes:
         if e.rules & FLAP_RULES:  # a suspect on votes or counters alone is not an incident
             _count(per_port, spans, e, out.until)
@@ -128,8 +131,8 @@ def _incidents(out: Outcomes, swaps: list[dict[str, Any]]) -> dict[tuple[str, in
     return per_port
 
 
-def _count(per_port: dict[tuple[str, int], int],
-           spans: dict[tuple[str, int], list[tuple[datetime, datetime]]], e: Episode,
+def _count(per_port: dict[tuple[str, int | None], int],
+           spans: dict[tuple[str, int | None], list[tuple[datetime, datetime]]], e: Episode,
            until: datetime) -> None:
     end = e.boundary or until
     for guid, port in e.key:

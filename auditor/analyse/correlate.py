@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import ber, blame, hosts
@@ -52,8 +52,11 @@ from auditor.models import Fabric, LinkKey, NodeType, PortKey
 from auditor.portmap import port_number
 from auditor.store import Store
 
+if TYPE_CHECKING:
+    from auditor.store.rows import CounterStepRow, JobDuringRow, MaintenanceRow
 
-def _maintenance_targets(rows: list[dict[str, Any]], fabric: Fabric
+
+def _maintenance_targets(rows: list[MaintenanceRow], fabric: Fabric
                          ) -> list[tuple[set[str], set[PortKey], datetime, datetime]]:
     """(node GUIDs, ports) each window covers."""
     by_name: dict[str, list[str]] = defaultdict(list)
@@ -134,12 +137,12 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
     return events
 
 
-def _counter_evidence(deltas: list[dict[str, Any]], peers: dict[PortKey, PortKey],
+def _counter_evidence(deltas: list[CounterStepRow], peers: dict[PortKey, PortKey],
                       links: dict[LinkKey, LinkEvidence]
-                      ) -> dict[PortKey, list[dict[str, Any]]]:
+                      ) -> dict[PortKey, list[CounterStepRow]]:
     """Counter increases into the links' evidence; returns every SymbolErrorCounter interval
     (those without new errors too) of the ports that had symbol errors, for their BER."""
-    symbols: dict[PortKey, list[dict[str, Any]]] = defaultdict(list)
+    symbols: dict[PortKey, list[CounterStepRow]] = defaultdict(list)
     for d in deltas:
         if d["counter"] == "SymbolErrorCounter":
             symbols[(d["guid"], d["port"])].append(d)
@@ -188,7 +191,7 @@ _BerReads = tuple[list[tuple[Any, ...]], dict[tuple[str, int], str]]
 
 
 def _ber_reads(store: Store, since: datetime, until: datetime,
-               symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey]
+               symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey]
                ) -> _BerReads:
     """What the BER of the ports with symbol errors needs from the store: the data counter
     steps and the cable types of them and their peers."""
@@ -205,7 +208,7 @@ def _ber_reads(store: Store, since: datetime, until: datetime,
 
 
 def _ber_evidence(fabric: Fabric, reads: _BerReads,
-                  symbols: dict[PortKey, list[dict[str, Any]]], peers: dict[PortKey, PortKey],
+                  symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey],
                   links: dict[LinkKey, LinkEvidence]) -> None:
     """The symbol BER of every port that had symbol errors: per counter interval, its errors
     over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
@@ -404,7 +407,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # through a flap and 4,037 next to it; the rest were fetched, split and indexed for
     # nothing).
     def running(spans: list[tuple[datetime, datetime]], wanted: set[str]
-                ) -> list[dict[str, Any]]:
+                ) -> list[JobDuringRow]:
         near = [x for x in pending_names.result() if resolver.host(x) in wanted]
         return store.jobs_during(since, until, spans, near)
 
@@ -469,7 +472,7 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
                 links.setdefault(lk, LinkEvidence(lk)).failovers.append(record)
 
 
-def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[dict[str, Any]]],
+def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[JobDuringRow]],
                 resolver: HostResolver) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly

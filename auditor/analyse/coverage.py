@@ -24,11 +24,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.evidence import Evidence
 from auditor.models import NodeType, clip
 from auditor.store import Store
+
+if TYPE_CHECKING:
+    from auditor.store.rows import EventRow
 
 SWITCH_LOG = "syslog"  # the origin of a switch's own log lines
 # Both ends log one link change within a second or two (flaps.py pairs them with this slack);
@@ -79,7 +82,7 @@ def _names(names: list[str]) -> str:
     return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
 
 
-def _switch_logs(ev: Evidence, events: list[dict[str, Any]], cov: Coverage) -> None:
+def _switch_logs(ev: Evidence, events: list[EventRow], cov: Coverage) -> None:
     fabric = ev.fabric
     switch = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.SWITCH}
     logged: dict[tuple[str, int], list[tuple[datetime, str]]] = defaultdict(list)

@@ -15,13 +15,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import WatchList
 from auditor.models import Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
+
+if TYPE_CHECKING:
+    from auditor.store.rows import EventRow, JobDuringRow
 
 # The shortest flap that counts as "long" in the evidence and the ranking: NCCL 2.14-2.22's
 # default death time (IB timeout 18, retry count 7: 8 x 4.096 us x 2^18 = 8.6 s). Whether a flap
@@ -122,7 +125,7 @@ class Evidence:
     # Transceiver diagnostics trends over `[optics] history_days` before `until` (issue #14).
     watch: WatchList | None = None
     # the port events gather read (from a day before the lookback to `until`), oldest first
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
     jobs_host: int = 0  # failed jobs killed by their host going away (issue #20)
     hosts: HostCoverage | None = None  # what host evidence the window had
 
@@ -260,8 +263,8 @@ class Hcas:
         return [guid] if guid else self.of.get(host, [])
 
 
-def jobs_by_host(jobs: list[dict[str, Any]], resolver: HostResolver,
-                  spans: list[tuple[datetime, datetime]]) -> dict[str, list[dict[str, Any]]]:
+def jobs_by_host(jobs: list[JobDuringRow], resolver: HostResolver,
+                 spans: list[tuple[datetime, datetime]]) -> dict[str, list[JobDuringRow]]:
     """Jobs that have started and ran during one of `spans`, by each fabric host they ran on.
     (A month holds 100,000 jobs on a million host slots; only those around the moments asked
     about are indexed.)"""
@@ -272,7 +275,7 @@ def jobs_by_host(jobs: list[dict[str, Any]], resolver: HostResolver,
         else:
             merged.append([lo, hi])
     starts = [m[0] for m in merged]
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_host: dict[str, list[JobDuringRow]] = defaultdict(list)
     for job in jobs:
         start, end = job["start_at"], job["end_at"]
         if start is None:

@@ -8,12 +8,16 @@ ends both logged a down within a few seconds is one link event with two ends.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.models import PortKey
 from auditor.store import Store
+
+if TYPE_CHECKING:
+    from auditor.store.rows import CounterStepRow, EventRow
 
 # Both ends of a cable, and UFM, log the same transition within a second or two; switch clocks
 # drift a little more (NTP-less management networks), so allow a few seconds.
@@ -48,9 +52,9 @@ class Flap:
         return (self.up_at - self.down_at).total_seconds()
 
 
-def _port_flaps(events: list[dict[str, Any]]) -> dict[PortKey, list[Flap]]:
+def _port_flaps(events: list[EventRow]) -> dict[PortKey, list[Flap]]:
     """Down/up pairs per port, sources merged."""
-    by_port: dict[PortKey, list[dict[str, Any]]] = defaultdict(list)
+    by_port: dict[PortKey, list[EventRow]] = defaultdict(list)
     for e in events:
         if e["guid"] is None or e["port"] is None:
             continue
@@ -137,10 +141,10 @@ def merge_links(port_flaps: dict[PortKey, list[Flap]],
     return merged
 
 
-def add_counter_flaps(flaps: list[Flap], deltas: list[dict[str, Any]],
+def add_counter_flaps(flaps: list[Flap], deltas: Sequence[CounterStepRow],
                       peers: dict[PortKey, PortKey]) -> list[Flap]:
     """LinkDownedCounter steps that no log explains become flaps of their own (approximate)."""
-    steps: dict[tuple[PortKey, ...], dict[str, Any]] = {}
+    steps: dict[tuple[PortKey, ...], CounterStepRow] = {}
     for d in deltas:
         if d["counter"] != "LinkDownedCounter" or d["delta"] <= 0:
             continue
@@ -162,8 +166,8 @@ def add_counter_flaps(flaps: list[Flap], deltas: list[dict[str, Any]],
 
 def flaps(store: Store, since: datetime, until: datetime,
           peers: dict[PortKey, PortKey] | None = None,
-          events: list[dict[str, Any]] | None = None,
-          link_downs: list[dict[str, Any]] | None = None) -> list[Flap]:
+          events: list[EventRow] | None = None,
+          link_downs: Sequence[CounterStepRow] | None = None) -> list[Flap]:
     """Every link flap that went down in [since, until], or was still down at `since`.
     `peers` (store.port_peers(until)), `events` (store.events(since - LOOKBACK, until)) and
     `link_downs` (the LinkDownedCounter rows of store.counter_deltas(since, until) above 0, in

@@ -28,11 +28,14 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
 from auditor.models import Fabric, NodeType, PortKey
+
+if TYPE_CHECKING:
+    from auditor.store.rows import CounterStepRow
 
 # slurmctld sets a node DOWN once it has not answered for SlurmdTimeout, 300 s by default
 # (SchedMD/slurm@slurm-24-11-7-1 src/common/read_config.h:141 DEFAULT_SLURMD_TIMEOUT), pinging
@@ -333,7 +336,7 @@ def nccl_endpoint(errors: list[dict[str, Any]], host_of: Any) -> tuple[str, set[
     return host, toward[host], reporters[host]
 
 
-def restarts(steps: list[dict[str, Any]], r: Rails) -> dict[str, list[tuple[datetime, datetime]]]:
+def restarts(steps: list[CounterStepRow], r: Rails) -> dict[str, list[tuple[datetime, datetime]]]:
     """The counter intervals in which every one of a host's HCA ports that was read restarted
     (a reboot or a driver reload zeroes them; a single port's reset may be a `perfquery -R`):
     host -> (earlier reading, later reading)."""

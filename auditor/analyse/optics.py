@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from auditor.config import OpticsSettings
 from auditor.models import (
@@ -54,10 +54,13 @@ from auditor.models import (
 )
 from auditor.store import Store
 
+if TYPE_CHECKING:
+    from auditor.store.rows import OpticsDailyRow, OpticsThresholdRow
+
 ModuleKey = tuple[str, str, str | None]  # device, port name, serial number
 
-LANE_QUANTITIES = ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
-MODULE_QUANTITIES = ("temperature_c", "vcc_v")
+LANE_QUANTITIES: Final = ("tx_bias_ma", "tx_power_dbm", "rx_power_dbm")
+MODULE_QUANTITIES: Final = ("temperature_c", "vcc_v")
 LABEL = {"temperature_c": "temperature", "vcc_v": "Vcc", "tx_bias_ma": "Tx bias",
          "tx_power_dbm": "Tx power", "rx_power_dbm": "Rx power"}
 UNIT = {"temperature_c": "C", "vcc_v": "V", "tx_bias_ma": "mA", "tx_power_dbm": "dBm",
@@ -350,7 +353,7 @@ def _series(days: list[int], values: list[Any], quantity: str) -> Series:
     return out
 
 
-def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
+def histories(rows: Iterable[OpticsDailyRow], limits: Iterable[OpticsThresholdRow],
               start: date) -> dict[ModuleKey, History]:
     """Histories from the store's rows (`Store.optics_daily`: one per module and lane, day
     numbers from `start`) and thresholds (`Store.optics_thresholds_at`)."""
@@ -373,9 +376,9 @@ def histories(rows: Iterable[dict[str, Any]], limits: Iterable[dict[str, Any]],
                 module_days[key][q].setdefault(x, v)
         if r["lane"] is not None:
             lane = h.lanes.setdefault(int(r["lane"]), {})
-            for q in LANE_QUANTITIES:
-                if ser := _series(days, r[q], q):
-                    lane[q] = ser
+            for lq in LANE_QUANTITIES:
+                if ser := _series(days, r[lq], lq):
+                    lane[lq] = ser
     for key, quantities in module_days.items():
         out[key].module_series = {q: sorted(d.items()) for q, d in quantities.items()}
     for t in limits:

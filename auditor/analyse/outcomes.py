@@ -40,7 +40,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from auditor.analyse import replacements
 from auditor.analyse.flaps import Flap, flaps
@@ -48,6 +48,9 @@ from auditor.analyse.rank import Suspect
 from auditor.analyse.rules import RULES
 from auditor.config import OutcomesSettings
 from auditor.store import Store, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import RememberedSuspectRow, ReplacementRow
 
 CONFIRMED, REFUTED, OPEN = "confirmed", "refuted", "open"
 # The parts `auditor replaced --part` records that each verdict names.
@@ -198,14 +201,14 @@ def remember(store: Store, audited: Any, run_at: datetime) -> int:
 # -- judging --------------------------------------------------------------------------------------
 
 
-def _key(row: dict[str, Any]) -> Key:
+def _key(row: RememberedSuspectRow) -> Key:
     ends: list[End] = [(row["a_guid"], row["a_port"])]
     if row["b_guid"] is not None:
         ends.append((row["b_guid"], row["b_port"]))
     return tuple(sorted(ends, key=lambda e: (e[0], -1 if e[1] is None else e[1])))
 
 
-def _evidence_at(row: dict[str, Any]) -> datetime:
+def _evidence_at(row: RememberedSuspectRow) -> datetime:
     when: datetime = row["last_at"] or row["run_until"]
     return when
 
@@ -227,7 +230,7 @@ def judge(store: Store, since: datetime, until: datetime, settings: OutcomesSett
         if f.down_at is not None and f.down_at <= until:
             for end in f.ends:
                 by_port[end].append(f)
-    grouped: dict[tuple[Key, str], list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[tuple[Key, str], list[RememberedSuspectRow]] = defaultdict(list)
     for r in rows:
         grouped[(_key(r), r["component"])].append(r)
     episodes: list[Episode] = []
@@ -251,9 +254,9 @@ def judge(store: Store, since: datetime, until: datetime, settings: OutcomesSett
                     min((r["since"] for r in runs), default=None))
 
 
-def _episodes(key: Key, component: str, rows: list[dict[str, Any]],
+def _episodes(key: Key, component: str, rows: list[RememberedSuspectRow],
               link_flaps: list[tuple[datetime, datetime | None]],
-              swaps: list[tuple[dict[str, Any], str, str]], now: datetime,
+              swaps: list[tuple[ReplacementRow, str, str]], now: datetime,
               clean_days: float) -> list[Episode]:
     out: list[Episode] = []
     current: Episode | None = None
@@ -274,13 +277,15 @@ def _episodes(key: Key, component: str, rows: list[dict[str, Any]],
     return out
 
 
-def _add(ep: Episode, row: dict[str, Any]) -> None:
+def _add(ep: Episode, row: RememberedSuspectRow) -> None:
     ep.nights += 1
     ep.last_seen = max(ep.last_seen, row["run_until"])
     ep.last_evidence = max(ep.last_evidence, _evidence_at(row))
     ep.rules.update(row["rules"])
-    ep.ends = [{"name": row[f"{x}_name"], "guid": row[f"{x}_guid"], "port": row[f"{x}_port"]}
-               for x in ("a", "b") if row[f"{x}_guid"] is not None]
+    ends = ((row["a_guid"], row["a_port"], row["a_name"]),
+            (row["b_guid"], row["b_port"], row["b_name"]))
+    ep.ends = [{"name": name, "guid": guid, "port": port} for guid, port, name in ends
+               if guid is not None]
     for job_id, died, hours in zip(row["job_ids"], row["job_died_at"], row["job_gpu_hours"],
                                    strict=True):
         ep.jobs[job_id] = (died, hours)
@@ -303,7 +308,7 @@ def _clean_close(start: datetime, link_flaps: list[tuple[datetime, datetime | No
 
 
 def _settle(ep: Episode, link_flaps: list[tuple[datetime, datetime | None]],
-            swaps: list[tuple[dict[str, Any], str, str]], now: datetime,
+            swaps: list[tuple[ReplacementRow, str, str]], now: datetime,
             clean_days: float) -> None:
     """Set the episode's verdict, reason and boundary from the swaps on its link since its
     first evidence and the flaps that followed."""
@@ -311,7 +316,7 @@ def _settle(ep: Episode, link_flaps: list[tuple[datetime, datetime | None]],
     ep.how = "no swap recorded yet and the link has not been clean long enough"
     named = PARTS_OF.get(ep.component, set())
     quiet = ep.last_evidence
-    refuted_by: dict[str, Any] | None = None
+    refuted_by: ReplacementRow | None = None
     for row, state, reason in swaps:
         at = row["replaced_at"]
         if at < ep.first_at or (ep.after is not None and at <= ep.after):

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.flaps import Flap, flaps
 from auditor.errors import AuditorError
 from auditor.portmap import PortMap
 from auditor.store import Store, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.rows import ReplacementRow
 
 PARTS = ("cable", "transceiver-a", "transceiver-b", "switch-port")
 NEXT_SUSPECT = {
@@ -69,7 +72,8 @@ def record(store: Store, link: str, part: str, ticket: str, at: datetime,
             "link": _label(a, b), "old_serials": serials}
 
 
-def _label(a: tuple[str, int, str], b: tuple[str, int, str] | None) -> str:
+def _label(a: tuple[str, int | None, str | None],
+           b: tuple[str, int | None, str | None] | None) -> str:
     text = f"{a[2]}[{a[1]}]"
     return text + (f" <-> {b[2]}[{b[1]}]" if b else "")
 
@@ -95,7 +99,7 @@ def status(store: Store, now: datetime, verify_days: float = 7.0) -> list[dict[s
 
 
 def settled(store: Store, now: datetime, verify_days: float = 7.0,
-            seen: list[Flap] | None = None) -> list[tuple[dict[str, Any], str, str]]:
+            seen: list[Flap] | None = None) -> list[tuple[ReplacementRow, str, str]]:
     """Every recorded swap (its store row) with its status and reason as they stood
     `verify_days` after it (or at `now`, when that is sooner). The outcomes (issue #15) judge a
     swap by its own verification period: a flap months after a verified swap is a new incident,
@@ -115,10 +119,10 @@ def settled(store: Store, now: datetime, verify_days: float = 7.0,
     return out
 
 
-def _judge(store: Store, r: dict[str, Any], seen: list[Flap], until: datetime,
+def _judge(store: Store, r: ReplacementRow, seen: list[Flap], until: datetime,
            verify_days: float) -> tuple[str, str, list[Flap]]:
     """The status of swap `r` at `until` (naive UTC), the reason, and the flaps since it."""
-    ports = {(r["a_guid"], r["a_port"])}
+    ports: set[tuple[str, int | None]] = {(r["a_guid"], r["a_port"])}
     if r["b_guid"]:
         ports.add((r["b_guid"], r["b_port"]))
     after = [f for f in seen if f.down_at and r["replaced_at"] < f.down_at <= until

@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse.evidence import (
@@ -53,6 +53,9 @@ from auditor.nccl import (
     ib_hca_selects,
     job_death,
 )
+
+if TYPE_CHECKING:
+    from auditor.store.rows import FinishedJobRow, JobDuringRow
 
 # NCCL starts tens of seconds after the job (Python, torch, the rendezvous): before that no port
 # is open, and a port that is down when NCCL starts is never used.
@@ -210,7 +213,7 @@ def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Call
     return _Plan(informative, crossings, wanted, spans, rails, wait_of)
 
 
-def _healthy_jobs(plan: _Plan, jobs: list[dict[str, Any]], host_of: Callable[[str], str | None],
+def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[str], str | None],
                   fabric: Fabric) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
     than they could wait (see the module docstring), of the `jobs` read for the plan."""
@@ -223,14 +226,14 @@ def _healthy_jobs(plan: _Plan, jobs: list[dict[str, Any]], host_of: Callable[[st
     names = {x: host_of(x) for x in set().union(*[job["hosts"] for job in jobs])}
     near = {x: h for x, h in names.items() if h and h in wanted}
     near_names = set(near)
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_host: dict[str, list[FinishedJobRow]] = defaultdict(list)
     for job in jobs:
         if hit := near_names.intersection(job["hosts"]):
             for h in {near[x] for x in hit}:
                 by_host[h].append(job)
     hosts_of: dict[int, frozenset[str]] = {}
 
-    def job_hosts_of(job: dict[str, Any]) -> frozenset[str]:
+    def job_hosts_of(job: FinishedJobRow) -> frozenset[str]:
         found = hosts_of.get(id(job))
         if found is None:
             found = hosts_of[id(job)] = frozenset(filter(None, map(names.__getitem__,
@@ -251,7 +254,7 @@ def _healthy_jobs(plan: _Plan, jobs: list[dict[str, Any]], host_of: Callable[[st
         # Each job once, where the first of its hosts here (in order) lists it: whether it
         # crossed depends on the job and the flap, not on the host it was found by (a job on
         # 10 hosts under a flapping leaf was judged 10 times per flap, issue #13).
-        candidates: list[dict[str, Any]] = []
+        candidates: list[FinishedJobRow] = []
         listed: set[int] = set()
         for h in sorted(hosts_here):
             for job in by_host.get(h, []):
@@ -293,7 +296,7 @@ def _healthy_jobs(plan: _Plan, jobs: list[dict[str, Any]], host_of: Callable[[st
 
 def lived_through(links: dict[LinkKey, LinkEvidence],
                   jobs_during: Callable[[list[tuple[datetime, datetime]], set[str]],
-                                        list[dict[str, Any]]],
+                                        list[JobDuringRow]],
                   resolver: HostResolver, fabric: Fabric, g: graph.FabricGraph,
                   logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
                   errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
@@ -356,7 +359,7 @@ def _survivor_plan(links: dict[LinkKey, LinkEvidence], fabric: Fabric
 
 
 def _mark_survivors(links: dict[LinkKey, LinkEvidence],
-                    by_host: dict[str, list[dict[str, Any]]], fabric: Fabric) -> None:
+                    by_host: dict[str, list[JobDuringRow]], fabric: Fabric) -> None:
     for le in links.values():
         hosts = _hca_hosts(le, fabric)
         for f in le.flaps:

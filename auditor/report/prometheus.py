@@ -13,13 +13,17 @@ values"), issue #21. A series whose labels repeat one already written is left ou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from auditor.analyse.rank import SuspectJSON
 from auditor.report.document import Report
 from auditor.safe_text import NAME_MAX, inert
+
+if TYPE_CHECKING:
+    from auditor.store.rows import SourceRow
 
 
 def _label(value: object) -> str:
@@ -42,7 +46,7 @@ def _ends(suspect: SuspectJSON) -> dict[str, object]:
             "b_guid": b["guid"] if b else ""}
 
 
-def render(report: Report, sources: list[dict[str, Any]]) -> str:
+def render(report: Report, sources: Sequence[SourceRow]) -> str:
     """Metric text from a report document and the ingested sources (the store's, given by the
     caller)."""
     lines = [

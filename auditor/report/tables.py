@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -40,7 +40,7 @@ def cell_limit(column: str) -> int:
 _NAME_COLUMNS = frozenset({"device", "host", "peer_device", "switch", "node"})
 
 
-def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+def to_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
     cols = list(columns or (rows[0].keys() if rows else []))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -84,7 +84,7 @@ def _plain_table(title: str | None, header: list[str], cells: list[list[str]],
     return "\n".join(lines) + "\n"
 
 
-def to_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+def to_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
              title: str | None = None, width: int | None = None) -> str:
     """A text table laid out for `width` columns (default: the terminal's, at least 100)."""
     width = width or max(100, shutil.get_terminal_size((160, 40)).columns)
@@ -114,7 +114,7 @@ def to_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = Non
     return out
 
 
-def render_rows(rows: Sequence[dict[str, Any]], fmt: str, columns: Sequence[str] | None = None,
+def render_rows(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None,
                 title: str | None = None) -> str:
     if fmt == "json":
         return to_json(list(rows))

@@ -5,14 +5,18 @@ goes through auditor.report.tables (and so auditor.safe_text): fabric text is un
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.report.tables import render_rows, to_json, to_table
 from auditor.safe_text import NAME_MAX, inert
 
 NOTE_MAX = 1000  # a coverage note under the suspects table
+
+if TYPE_CHECKING:
+    from auditor.store.rows import CounterDeltaRow, IssueRow, SourceRow
+
 WATCH_COLUMNS = ["rank", "device", "port_name", "serial_number", "part_number", "lane", "rule",
                  "trend", "days_to_threshold", "threshold", "strength", "strong", "peer"]
 OUTCOME_COLUMNS = ["suspects", "confirmed", "refuted", "open", "young", "precision",
@@ -51,7 +55,7 @@ def _cells(row: Mapping[str, object], columns: list[str]) -> dict[str, object]:
     return {c: row[c] for c in columns}
 
 
-def rows(found: list[dict[str, Any]], fmt: str, *, title: str,
+def rows(found: Sequence[Mapping[str, Any]], fmt: str, *, title: str,
          columns: list[str] | None = None) -> list[str]:
     """A command's rows as they are: a table (of `columns`, when given), CSV or JSON."""
     return [render_rows(found, fmt, columns=columns if fmt == "table" else None, title=title)]
@@ -91,13 +95,13 @@ def topology(data: dict[str, Any], fmt: str) -> list[str]:
     return out
 
 
-def sources(rows: list[dict[str, Any]], issues: list[dict[str, Any]], fmt: str) -> list[str]:
+def sources(found: Sequence[SourceRow], issues: Sequence[IssueRow], fmt: str) -> list[str]:
     by_source: dict[int, list[dict[str, Any]]] = {}
     for i in issues:
         by_source.setdefault(i["source_id"], []).append(
-            {k: i[k] for k in ("reason", "lines", "first_line_no", "example")})
-    for r in rows:
-        r["issues"] = by_source.get(r["source_id"], [])
+            {"reason": i["reason"], "lines": i["lines"], "first_line_no": i["first_line_no"],
+             "example": i["example"]})
+    rows = [{**r, "issues": by_source.get(r["source_id"], [])} for r in found]
     if fmt != "table":
         return [render_rows(rows, fmt)]
     out = [render_rows(rows, fmt, columns=[
@@ -155,10 +159,9 @@ def watch_list(data: dict[str, Any], fmt: str) -> list[str]:
                         title="optics watch list, strongest first")]
 
 
-def counters(rows: list[dict[str, Any]], names: dict[str, tuple[str, str]],
+def counters(steps: Sequence[CounterDeltaRow], names: dict[str, tuple[str, str]],
              fmt: str) -> list[str]:
-    for r in rows:
-        r["name"] = names.get(r["guid"], (r["guid"], ""))[0]
+    rows = [{**r, "name": names.get(r["guid"], (r["guid"], ""))[0]} for r in steps]
     columns = None if fmt != "table" else [
         "name", "port", "counter", "prev_at", "seen_at", "delta", "reset", "saturated"]
     return [render_rows(rows, fmt, columns=columns, title="counter increases")]

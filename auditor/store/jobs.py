@@ -1,0 +1,161 @@
+"""Slurm jobs with their hosts, and the job logs' NCCL facts and failure lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from auditor.models import JobError, JobTable
+from auditor.store.connection import Connection, naive_or_none, utc_naive
+
+if TYPE_CHECKING:
+    from auditor.store.meta import JobLogMeta
+    from auditor.store.rows import FinishedJobRow, JobDuringRow, JobEndedRow
+
+
+def _split_hosts(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs queries' `hosts`, one sorted comma-joined string (NULL: none), as a list: a
+    month's 155,000 names cost DuckDB ~13 ms of CPU more as lists than as 13,000 strings split
+    here (issue #13). A stored host name never holds a comma (JobTable.append)."""
+    for job in jobs:
+        joined = job["hosts"]
+        job["hosts"] = joined.split(",") if joined is not None else []
+    return jobs
+
+
+class JobQueries(Connection):
+    """Jobs, job logs and their failure lines."""
+
+    def add_jobs(self, source_id: int, jobs: JobTable) -> None:
+        """Store jobs; an earlier record of the same job id and start is replaced."""
+        if not jobs:
+            return
+        from auditor.store.columns import jobs_columns
+
+        self._con.register("job_batch", jobs_columns(jobs))
+        try:
+            self.run("jobs_stage")
+        finally:
+            self._con.unregister("job_batch")
+        self.run("jobs_forget")
+        self.run("job_nodes_forget")
+        self.run("jobs_insert", source_id=source_id)
+        self.run("job_nodes_insert")
+
+    def jobs_ended(self, since: datetime, until: datetime, states: Iterable[str]
+                   ) -> list[JobEndedRow]:
+        """Jobs that ended in the window in one of `states`, with their hosts, by end time."""
+        return cast("list[JobEndedRow]", _split_hosts(self.run_dicts(
+            "jobs_ended_window", since=utc_naive(since), until=utc_naive(until),
+            states=sorted(states))))
+
+    def jobs_during(self, since: datetime, until: datetime,
+                    spans: Sequence[tuple[datetime, datetime]],
+                    hosts: Iterable[str] | None = None) -> list[JobDuringRow]:
+        """Jobs of the window that had started and were running during one of `spans`, with
+        their hosts, by end time; with `hosts` (names as sacct gave them, see
+        job_host_names), only those that ran on at least one of them."""
+        if not spans:
+            return []
+        lo, hi = [utc_naive(lo) for lo, _ in spans], [utc_naive(hi) for _, hi in spans]
+        if hosts is None:
+            return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
+                "jobs_during", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
+                span_hi=hi)))
+        names = sorted(set(hosts))
+        if not names:
+            return []
+        return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
+            "jobs_during_hosts", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
+            span_hi=hi, hosts=names)))
+
+    def jobs_through(self, since: datetime, until: datetime,
+                     spans: Sequence[tuple[datetime, datetime]], state: str,
+                     hosts: Iterable[str]) -> list[FinishedJobRow]:
+        """Jobs of the window in `state` that ran through one of `spans` whole (started by its
+        start, ended at or after its end) on at least one of `hosts` (names as sacct gave
+        them, see job_host_names), with all their hosts, by end time."""
+        names = sorted(set(hosts))
+        if not spans or not names:
+            return []
+        return cast("list[FinishedJobRow]", _split_hosts(self.run_dicts(
+            "jobs_through", since=utc_naive(since), until=utc_naive(until),
+            span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
+            state=state, hosts=names)))
+
+    def job_host_names(self) -> list[str]:
+        """Every host name a job was given (as sacct gave it), once each, sorted."""
+        return [r[0] for r in self.run("job_host_names")]
+
+    def add_job_errors(self, logs: Sequence[tuple[int, str | None, Sequence[JobError], set[int]]]
+                       ) -> None:
+        """The failure lines of job logs, all in one statement: (source id, job id or None,
+        errors, the line numbers of the errors that are the first of their host/HCA/peer)."""
+        rows = [(sid, job, e, e.line_no in first) for sid, job, errors, first in logs
+                for e in errors]
+        if not rows:
+            return
+        self.run("job_errors_insert", source_id=[r[0] for r in rows], job_id=[r[1] for r in rows],
+                 line_no=[r[2].line_no for r in rows],
+                 event_at=[utc_naive(r[2].at) if r[2].at else None for r in rows],
+                 kind=[r[2].kind for r in rows], network=[r[2].network for r in rows],
+                 host=[r[2].host for r in rows], hca=[r[2].hca for r in rows],
+                 hca_port=[r[2].hca_port for r in rows], peer=[r[2].peer for r in rows],
+                 status=[r[2].status for r in rows],
+                 status_name=[r[2].status_name for r in rows],
+                 rank=[r[2].rank for r in rows], is_first=[r[3] for r in rows],
+                 message=[r[2].message for r in rows],
+                 not_before=[naive_or_none(r[2].not_before) for r in rows],
+                 not_after=[naive_or_none(r[2].not_after) for r in rows],
+                 ran_ms=[r[2].ran_ms for r in rows],
+                 dev_index=[r[2].dev_index for r in rows],
+                 hca_candidates=[list(r[2].hca_candidates) for r in rows])
+
+    def add_job_logs(self, logs: Sequence[JobLogMeta]) -> None:
+        """What each job log says about its NCCL and its time span, in one statement."""
+        if not logs:
+            return
+        self.run("job_logs_insert", source_id=[m.source_id for m in logs],
+                 job_id=[m.job_id for m in logs], hosts=[sorted(m.hosts) for m in logs],
+                 first_at=[naive_or_none(m.first_at) for m in logs],
+                 last_at=[naive_or_none(m.last_at) for m in logs],
+                 written_at=[naive_or_none(m.written_at) for m in logs],
+                 nccl_versions=[list(m.nccl_versions) for m in logs],
+                 ib_timeout=[m.ib_timeout for m in logs],
+                 ib_retry_cnt=[m.ib_retry_cnt for m in logs],
+                 using=[[{"host": h, "hca": c} for h, c in sorted(m.using)] for m in logs],
+                 ib_hca=[m.ib_hca for m in logs])
+
+    def job_logs(self, since: datetime, until: datetime,
+                 jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+        """The logs dated near [since, until], and those labelled with a job that had not
+        ended before `jobs_since` (default: `since`). `hosts`, `first_at`, `last_at` and
+        `written_at` only of the logs without a job (None for the others): they serve to
+        match such a log to its job. Rows as rows.JobLogRow types them."""
+        return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
+                              jobs_since=utc_naive(jobs_since or since))
+
+    def job_log_settings(self, since: datetime, until: datetime
+                         ) -> tuple[list[str], list[tuple[int, int | None]]]:
+        """(NCCL versions, distinct (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) set by environment) of
+        every log labelled with a job or dated near [since, until]."""
+        versions: list[str] = []
+        waits: list[tuple[int, int | None]] = []
+        for what, version, timeout, retry in self.run(
+                "job_log_settings", since=utc_naive(since), until=utc_naive(until)):
+            if what == "version":
+                versions.append(version)
+            else:
+                waits.append((timeout, retry))
+        return sorted(versions), sorted(waits, key=lambda w: (w[0], w[1] is None, w[1] or 0))
+
+    def job_errors(self, since: datetime, until: datetime, sources: Sequence[int] = (),
+                   jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+        """Failure lines in the window, the undated lines of jobs that had not ended before
+        `jobs_since` (default: `since`), and every line of the job logs `sources`: the
+        columns the correlation reads (source_id, job_id, event_at, kind, network, host, hca,
+        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message; rows
+        as rows.JobErrorRow types them."""
+        return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
+                              sources=list(sources), jobs_since=utc_naive(jobs_since or since))

@@ -1,0 +1,88 @@
+"""The topology snapshots' nodes, ports and links as ingested, and what else is read of them
+(the fabric itself is read through auditor/store/fabric_cache.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from auditor.models import FabricNode, Link, Port
+from auditor.store.connection import utc_naive
+from auditor.store.fabric_cache import FabricCache
+
+
+class TopologyQueries(FabricCache):
+    """Topology snapshots stored (each write invalidates the fabric cache), and read."""
+
+    def add_nodes(self, source_id: int, seen_at: datetime, nodes: Sequence[FabricNode]) -> None:
+        if not nodes:
+            return
+        self._fabric_read = False
+        self.run(
+            "nodes_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            guid=[n.guid for n in nodes],
+            node_type=[str(n.node_type) for n in nodes],
+            description=[n.description for n in nodes],
+            name=[n.name for n in nodes],
+            model=[n.model for n in nodes],
+            device=[n.device for n in nodes],
+            num_ports=[None for _ in nodes],
+            lid=[n.lid for n in nodes],
+        )
+
+    def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
+        if not ports:
+            return
+        self._fabric_read = False
+        self.run(
+            "ports_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            guid=[p.guid for p in ports],
+            port=[p.port for p in ports],
+            port_guid=[p.port_guid for p in ports],
+            lid=[p.lid for p in ports],
+            state=[p.state for p in ports],
+            phys_state=[p.phys_state for p in ports],
+            width=[p.width for p in ports],
+            speed=[p.speed for p in ports],
+            could_be_width=[p.could_be_width for p in ports],
+            could_be_speed=[p.could_be_speed for p in ports],
+        )
+
+    def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
+        if not links:
+            return
+        self._fabric_read = False
+        self.run(
+            "links_insert",
+            source_id=source_id,
+            seen_at=utc_naive(seen_at),
+            a_guid=[lk.a_guid for lk in links],
+            a_port=[lk.a_port for lk in links],
+            b_guid=[lk.b_guid for lk in links],
+            b_port=[lk.b_port for lk in links],
+            width=[lk.width for lk in links],
+            speed=[lk.speed for lk in links],
+        )
+
+    def add_topology_events(self, source_id: int, seen_at: datetime, prev_at: datetime) -> None:
+        self.run("topology_events_insert", source_id=source_id, seen_at=utc_naive(seen_at),
+                 prev_at=utc_naive(prev_at))
+
+    def port_guid_owners(self, at: datetime) -> list[tuple[str, str, int]]:
+        """(port GUID, node GUID, port) of the ports whose GUID is not their node's, in the newest
+        topology at or before `at` (in the order they were stored)."""
+        return [(r[0], r[1], r[2]) for r in self.run("port_guid_owners", at=utc_naive(at))]
+
+    def lid_owners(self, at: datetime) -> list[tuple[int, str]]:
+        """(LID, node GUID) of every port with a LID in the newest topology at or before `at`
+        (in the order they were stored)."""
+        return [(r[0], r[1]) for r in self.run("lid_owners", at=utc_naive(at))]
+
+    def fabric_links(self, seen_at: datetime) -> list[Link]:
+        """The links of the snapshot taken at `seen_at`, each once."""
+        return [Link(*row) for row in self.run("fabric_links", seen_at=utc_naive(seen_at))]
