@@ -49,14 +49,14 @@ from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
 
 if TYPE_CHECKING:
-    from auditor.store.rows import JobEndedRow
+    from auditor.store.rows import JobEndedRow, JobErrorRow
 
 
 @dataclass(slots=True)
 class JobView:
     """What the correlation knows of one failed job's log evidence."""
 
-    errors: list[dict[str, Any]]
+    errors: list[JobErrorRow]
     versions: list[str]
     env: dict[str, int]
 
@@ -69,7 +69,7 @@ class FailedJob:
     hosts: list[str]  # its fabric hosts
     start: datetime
     end: datetime
-    net: list[dict[str, Any]]  # its network error lines
+    net: list[JobErrorRow]  # its network error lines
     death: DeathTime
     fault_lo: datetime
     fault_hi: datetime
@@ -77,7 +77,7 @@ class FailedJob:
     endpoint: str | None  # the host its peers on several rails lost (hosts.nccl_endpoint)
 
 
-def _interval(e: dict[str, Any], start: datetime, end: datetime) -> tuple[datetime, datetime, str]:
+def _interval(e: JobErrorRow, start: datetime, end: datetime) -> tuple[datetime, datetime, str]:
     if e["event_at"] is not None:
         return e["event_at"], e["event_at"], "stamp"
     lo, hi = e["not_before"], e["not_after"]
@@ -112,10 +112,10 @@ def fault_window(view: JobView, death: DeathTime, start: datetime, end: datetime
                        "its NCCL errors: stamped, and untimed ones bounded by the stamped "
                        "lines around them or by sacct Start")
         return max(start, min(first_lo, first_hi)), max(start, first_hi), how
-    hung = [e for e in view.errors if e["kind"] == "watchdog_timeout" and e["ran_ms"]
-            and e["event_at"] is not None]
+    hung = [(e["event_at"], e["ran_ms"]) for e in view.errors
+            if e["kind"] == "watchdog_timeout" and e["ran_ms"] and e["event_at"] is not None]
     if hung:
-        began = min(e["event_at"] - timedelta(milliseconds=e["ran_ms"]) for e in hung)
+        began = min(at - timedelta(milliseconds=ran_ms) for at, ran_ms in hung)
         return max(start, began - WATCHDOG_BEFORE), began + WATCHDOG_AFTER, "the watchdog"
     return start, max(start, end - lo_d), "sacct Start and End"
 
@@ -228,17 +228,17 @@ def top_voted(votes: dict[LinkKey, float], links: dict[LinkKey, LinkEvidence]
     return top[0] if len(top) == 1 else None
 
 
-def first_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def first_errors(errors: list[JobErrorRow]) -> list[JobErrorRow]:
     """The errors that start a job's trouble: those within 60 s of its first dated network
     error, and the first untimed error of each (host, HCA, peer); later ones are fallout of the
     first broken QP."""
-    dated = [e for e in errors if e["event_at"] is not None]
-    first = min((e["event_at"] for e in dated), default=None)
-    keep = [e for e in dated if first is not None and (e["event_at"] - first).total_seconds() <= 60]
+    dated = [(e["event_at"], e) for e in errors if e["event_at"] is not None]
+    first = min((at for at, _ in dated), default=None)
+    keep = [e for at, e in dated if first is not None and (at - first).total_seconds() <= 60]
     return keep + [e for e in errors if e["event_at"] is None and e["is_first"]]
 
 
-def pair_paths(g: graph.FabricGraph, errors: list[dict[str, Any]], resolver: HostResolver,
+def pair_paths(g: graph.FabricGraph, errors: list[JobErrorRow], resolver: HostResolver,
                 hcas: Hcas, cables: Cables) -> list[list[LinkKey]]:
     """The links each failing (host, peer) pair's traffic can cross, on the rail the error
     names (NCCL connects HCA r of one host to HCA r of the other in a rail-optimised fabric),
@@ -291,7 +291,7 @@ class FailedJobs:
 
 
 def failed_jobs(ended: list[JobEndedRow], since: datetime, until: datetime,
-                views: dict[str, JobView], errors_by_host: dict[str, list[dict[str, Any]]],
+                views: dict[str, JobView], errors_by_host: dict[str, list[JobErrorRow]],
                 resolver: HostResolver, cfg: RankingSettings, in_use: list[str]
                 ) -> FailedJobs:
     """Each failed job ending in [since, until] as facts: its fabric hosts, its network
@@ -314,7 +314,7 @@ def failed_jobs(ended: list[JobEndedRow], since: datetime, until: datetime,
         view = views.get(job["job_id"]) or JobView([], [], {})
         mine = view.errors + [
             e for h in set(job_hosts) for e in errors_by_host.get(h, [])
-            if start <= e["event_at"] <= late]
+            if e["event_at"] is not None and start <= e["event_at"] <= late]  # all dated
         if job["job_id"] not in views and not mine:
             no_logs.append(job["job_id"])
         view = JobView(mine, view.versions, view.env)

@@ -53,7 +53,13 @@ from auditor.portmap import port_number
 from auditor.store import Store
 
 if TYPE_CHECKING:
-    from auditor.store.rows import CounterStepRow, JobDuringRow, MaintenanceRow
+    from auditor.store.rows import (
+        CounterStepRow,
+        JobDuringRow,
+        JobErrorRow,
+        MaintenanceRow,
+        UnlabelledJobLogRow,
+    )
 
 
 def _maintenance_targets(rows: list[MaintenanceRow], fabric: Fabric
@@ -351,11 +357,11 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         if job_id is not None:
             view = views[job_id]
             view.versions += [v for v in lg["nccl_versions"] if v not in view.versions]
-            for key, col in (("NCCL_IB_TIMEOUT", "ib_timeout"),
-                             ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
-                if lg[col] is not None:
-                    view.env.setdefault(key, lg[col])
-    errors_by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for key, value in (("NCCL_IB_TIMEOUT", lg["ib_timeout"]),
+                               ("NCCL_IB_RETRY_CNT", lg["ib_retry_cnt"])):
+                if value is not None:
+                    view.env.setdefault(key, value)
+    errors_by_host: dict[str, list[JobErrorRow]] = defaultdict(list)
     for e in errors:
         job_id = e["job_id"] or matched.get(e["source_id"])
         if job_id is not None:
@@ -449,7 +455,7 @@ def _host_coverage(rails: hosts.Rails, facts: hosts.HostFacts,
     return cov
 
 
-def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
+def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[JobErrorRow],
                matched: dict[int, str], since: datetime, until: datetime,
                resolver: HostResolver, hcas: Hcas, g: graph.FabricGraph) -> None:
     """NCCL port failovers (>= 2.29, NCCL_IB_RESILIENCY_PORT_FAILOVER=1): the port NCCL moved a
@@ -472,7 +478,7 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[dict[str, Any]],
                 links.setdefault(lk, LinkEvidence(lk)).failovers.append(record)
 
 
-def _match_logs(logs: list[dict[str, Any]], by_host: dict[str, list[JobDuringRow]],
+def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuringRow]],
                 resolver: HostResolver) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly

@@ -35,7 +35,7 @@ from auditor.config import RankingSettings
 from auditor.models import Fabric, NodeType, PortKey
 
 if TYPE_CHECKING:
-    from auditor.store.rows import CounterStepRow
+    from auditor.store.rows import CounterStepRow, JobErrorRow
 
 # slurmctld sets a node DOWN once it has not answered for SlurmdTimeout, 300 s by default
 # (SchedMD/slurm@slurm-24-11-7-1 src/common/read_config.h:141 DEFAULT_SLURMD_TIMEOUT), pinging
@@ -306,8 +306,8 @@ class HostEventFound:
     jobs: list[dict[str, Any]] = field(default_factory=list)
 
 
-def nccl_endpoint(errors: list[dict[str, Any]], host_of: Any) -> tuple[str, set[str], set[str]
-                                                                       ] | None:
+def nccl_endpoint(errors: list[JobErrorRow], host_of: Any) -> tuple[str, set[str], set[str]
+                                                                    ] | None:
     """The host a failed job's peers on several rails all lost, when its own ranks reported
     nothing: (host, the rails, the peers reporting), else None. `host_of` resolves a printed
     name to a fabric host."""

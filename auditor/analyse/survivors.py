@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from auditor import graph
 from auditor.analyse.evidence import (
@@ -55,7 +55,7 @@ from auditor.nccl import (
 )
 
 if TYPE_CHECKING:
-    from auditor.store.rows import FinishedJobRow, JobDuringRow
+    from auditor.store.rows import FinishedJobRow, JobDuringRow, JobErrorRow, JobLogRow
 
 # NCCL starts tens of seconds after the job (Python, torch, the rendezvous): before that no port
 # is open, and a port that is down when NCCL starts is never used.
@@ -91,8 +91,8 @@ class _Rails:
         return bool(self.using) or self.ib_hca is not None or bool(self.env)
 
 
-def _rails(logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
-           errors: Mapping[str, Sequence[Mapping[str, Any]]],
+def _rails(logs: Sequence[JobLogRow], matched: Mapping[int, str],
+           errors: Mapping[str, Sequence[JobErrorRow]],
            host_of: Callable[[str], str | None]) -> dict[str, _Rails]:
     out: dict[str, _Rails] = defaultdict(_Rails)
     for lg in logs:
@@ -105,9 +105,10 @@ def _rails(logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
                 r.using.setdefault(h, set()).add(pair["hca"])
         r.ib_hca = r.ib_hca or lg["ib_hca"]
         r.versions += [v for v in lg["nccl_versions"] if v not in r.versions]
-        for key, col in (("NCCL_IB_TIMEOUT", "ib_timeout"), ("NCCL_IB_RETRY_CNT", "ib_retry_cnt")):
-            if lg[col] is not None:
-                r.env.setdefault(key, lg[col])
+        for key, value in (("NCCL_IB_TIMEOUT", lg["ib_timeout"]),
+                           ("NCCL_IB_RETRY_CNT", lg["ib_retry_cnt"])):
+            if value is not None:
+                r.env.setdefault(key, value)
     for job_id, errs in errors.items():
         for e in errs:
             if e["hca"] and e["host"] and (h := host_of(e["host"])) is not None:
@@ -170,8 +171,8 @@ class _Plan:
 
 def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Callable[
                       [str], str | None], fabric: Fabric, g: graph.FabricGraph,
-                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
-                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
+                  logs: Sequence[JobLogRow], matched: Mapping[int, str],
+                  errors: Mapping[str, Sequence[JobErrorRow]], cfg: RankingSettings,
                   in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]
                   ) -> _Plan | None:
     """What the healthy-job evidence needs to read: the flaps some job may have outlived, the
@@ -298,8 +299,8 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
                   jobs_during: Callable[[list[tuple[datetime, datetime]], set[str]],
                                         list[JobDuringRow]],
                   resolver: HostResolver, fabric: Fabric, g: graph.FabricGraph,
-                  logs: Sequence[Mapping[str, Any]], matched: Mapping[int, str],
-                  errors: Mapping[str, Sequence[Mapping[str, Any]]], cfg: RankingSettings,
+                  logs: Sequence[JobLogRow], matched: Mapping[int, str],
+                  errors: Mapping[str, Sequence[JobErrorRow]], cfg: RankingSettings,
                   in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]) -> None:
     """The jobs that ran through the window's flaps and lived, from one read (issue #22: one
     mechanism): on each link, `survived` (the jobs on an HCA's host that ran through a flap of

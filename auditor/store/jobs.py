@@ -11,7 +11,13 @@ from auditor.store.connection import Connection, naive_or_none, utc_naive
 
 if TYPE_CHECKING:
     from auditor.store.meta import JobLogMeta
-    from auditor.store.rows import FinishedJobRow, JobDuringRow, JobEndedRow
+    from auditor.store.rows import (
+        FinishedJobRow,
+        JobDuringRow,
+        JobEndedRow,
+        JobErrorRow,
+        JobLogRow,
+    )
 
 
 def _split_hosts(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,13 +134,14 @@ class JobQueries(Connection):
                  ib_hca=[m.ib_hca for m in logs])
 
     def job_logs(self, since: datetime, until: datetime,
-                 jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+                 jobs_since: datetime | None = None) -> list[JobLogRow]:
         """The logs dated near [since, until], and those labelled with a job that had not
         ended before `jobs_since` (default: `since`). `hosts`, `first_at`, `last_at` and
         `written_at` only of the logs without a job (None for the others): they serve to
-        match such a log to its job. Rows as rows.JobLogRow types them."""
-        return self.run_dicts("job_logs_window", since=utc_naive(since), until=utc_naive(until),
-                              jobs_since=utc_naive(jobs_since or since))
+        match such a log to its job."""
+        return cast("list[JobLogRow]", self.run_dicts(
+            "job_logs_window", since=utc_naive(since), until=utc_naive(until),
+            jobs_since=utc_naive(jobs_since or since)))
 
     def job_log_settings(self, since: datetime, until: datetime
                          ) -> tuple[list[str], list[tuple[int, int | None]]]:
@@ -151,11 +158,11 @@ class JobQueries(Connection):
         return sorted(versions), sorted(waits, key=lambda w: (w[0], w[1] is None, w[1] or 0))
 
     def job_errors(self, since: datetime, until: datetime, sources: Sequence[int] = (),
-                   jobs_since: datetime | None = None) -> list[dict[str, Any]]:
+                   jobs_since: datetime | None = None) -> list[JobErrorRow]:
         """Failure lines in the window, the undated lines of jobs that had not ended before
         `jobs_since` (default: `since`), and every line of the job logs `sources`: the
         columns the correlation reads (source_id, job_id, event_at, kind, network, host, hca,
-        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message; rows
-        as rows.JobErrorRow types them."""
-        return self.run_dicts("job_errors_window", since=utc_naive(since), until=utc_naive(until),
-                              sources=list(sources), jobs_since=utc_naive(jobs_since or since))
+        peer, is_first, not_before, not_after, ran_ms, hca_candidates), not the message."""
+        return cast("list[JobErrorRow]", self.run_dicts(
+            "job_errors_window", since=utc_naive(since), until=utc_naive(until),
+            sources=list(sources), jobs_since=utc_naive(jobs_since or since)))
