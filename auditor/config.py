@@ -165,8 +165,8 @@ class NightlySettings:
 @dataclass(frozen=True, slots=True)
 class OpticsSettings:
     """`[optics]`: the transceiver-diagnostics trends of the watch list (auditor.analyse.optics,
-    issue #14). Each default's source is beside it; README "Optics watch list" has the longer
-    story. A module's own thresholds (SFF-8636 page 03h, CMIS page 02h) are the limits; these
+    issue #14). Each default's source is beside it; docs/ranking.md "Optics watch list" has the
+    longer story. A module's own thresholds (SFF-8636 page 03h, CMIS page 02h) are the limits; these
     only say how much history and how big a change counts."""
 
     history_days: float = 30.0  # readings looked at before the window's end

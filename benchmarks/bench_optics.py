@@ -15,7 +15,7 @@ topology, store). Per run and in all:
   link a `transceiver` on the optics alone.
 - false watch rate: healthy modules ever on the watch list / healthy modules (and ever strong).
 
-Not a test; no timing asserts. The figures go into the README.
+Not a test; no timing asserts. The figures go into docs/performance.md.
 
     python benchmarks/bench_optics.py [--seeds 1 2 3 4 5] [--days 21] [--ageing 6]
                                       [--spines 4 --leaves 8 --hosts 8]

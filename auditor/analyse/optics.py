@@ -727,7 +727,7 @@ def action(w: Watch) -> str:
 
 
 class WatchJSON(TypedDict):
-    """One entry of `auditor watch-list --format json` (README: "Optics watch list")."""
+    """One entry of `auditor watch-list --format json` (docs/ranking.md: "Optics watch list")."""
 
     rank: int
     device: str

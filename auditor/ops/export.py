@@ -20,7 +20,7 @@ other's days without a word.
 
 `fleet` reads the suspects (and flap counts) of several exports, of one or many fabrics, in an
 in-memory DuckDB: one table for the whole site. DuckDB, Spark, Trino and pyarrow read the same
-files (the README has the table DDL).
+files (docs/export.md has the table DDL).
 """
 
 from __future__ import annotations
