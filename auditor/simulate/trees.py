@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 SWITCH_MODEL = "MQM8700"
 HCA_NAME = "mlx5_0"
@@ -54,8 +55,91 @@ def _digits(count: int) -> int:
     return max(2, len(str(count)))
 
 
+class _Shape(Protocol):
+    """What `_Tree`'s shared methods read: a field in one tree, a property in the other."""
+
+    @property
+    def spines(self) -> int: ...
+    @property
+    def leaves(self) -> int: ...
+    @property
+    def hosts_per_leaf(self) -> int: ...
+    @property
+    def rails(self) -> int: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def switches(self) -> int: ...
+    @property
+    def hosts(self) -> int: ...
+    def host_name(self, index: int) -> str: ...
+    def spine_name(self, index: int) -> str: ...
+    def leaf_name(self, index: int) -> str: ...
+
+
+class _Tree:
+    """What both tree shapes share: names, the host side (leaf groups per rail, HCAs, host
+    LIDs after the switches') and GUIDs."""
+
+    @property
+    def hosts(self: _Shape) -> int:
+        return self.leaves // self.rails * self.hosts_per_leaf
+
+    def spine_name(self: _Shape, index: int) -> str:
+        """Name of spine ``index`` (1-based), e.g. ``spine01``."""
+        return f"spine{index:0{_digits(self.spines)}d}"
+
+    def leaf_name(self: _Shape, index: int) -> str:
+        return f"leaf{index:0{_digits(self.leaves)}d}"
+
+    def host_name(self: _Shape, index: int) -> str:
+        return f"gpu-node-{index:0{_digits(self.hosts)}d}"
+
+    def spine_names(self: _Shape) -> list[str]:
+        return [self.spine_name(s) for s in range(1, self.spines + 1)]
+
+    def leaf_names(self: _Shape) -> list[str]:
+        return [self.leaf_name(leaf) for leaf in range(1, self.leaves + 1)]
+
+    def host_names(self: _Shape) -> list[str]:
+        return [self.host_name(h) for h in range(1, self.hosts + 1)]
+
+    def host_attachment(self: _Shape, host: int, rail: int = 0) -> tuple[int, int]:
+        """(leaf number, leaf port) of host number ``host``'s HCA on ``rail`` (0-based)."""
+        group, port = divmod(host - 1, self.hosts_per_leaf)
+        return group * self.rails + rail + 1, port + 1
+
+    def hca_node(self: _Shape, host: int, rail: int = 0) -> str:
+        """ibsim's node id of a host's HCA on ``rail``: the host name on a single rail."""
+        name = self.host_name(host)
+        return name if self.rails == 1 else f"{name}-{HCA_PREFIX}{rail}"
+
+    def switch_description(self: _Shape, name: str) -> str:
+        return f"MF0;{name}:{self.model}/U1"
+
+    @staticmethod
+    def host_description(name: str, rail: int = 0) -> str:
+        return f"{name} {HCA_PREFIX}{rail}"
+
+    def host_lid(self: _Shape, host: int, rail: int = 0) -> int:
+        return self.switches + (host - 1) * self.rails + rail + 1
+
+    @staticmethod
+    def spine_guid(spine: int) -> int:
+        return _SPINE_GUID_BASE + spine
+
+    @staticmethod
+    def leaf_guid(leaf: int) -> int:
+        return _LEAF_GUID_BASE + leaf
+
+    @staticmethod
+    def host_guid(host: int, rail: int = 0) -> int:
+        """Node GUID of host ``host``'s HCA on ``rail``; its port 1 GUID is this + 1."""
+        return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
+
+
 @dataclass(frozen=True)
-class FatTree:
+class FatTree(_Tree):
     """A two-level fat tree: every leaf has one uplink to every spine.
 
     Leaf ports 1..H go to the leaf's hosts and leaf port H+s to spine s; spine port l goes to
@@ -98,61 +182,18 @@ class FatTree:
             raise ValueError(f"bad switch model {self.model!r}")
 
     @property
-    def hosts(self) -> int:
-        return self.leaves // self.rails * self.hosts_per_leaf
-
-    @property
     def switches(self) -> int:
         return self.spines + self.leaves
-
-    def spine_name(self, index: int) -> str:
-        """Name of spine ``index`` (1-based), e.g. ``spine01``."""
-        return f"spine{index:0{_digits(self.spines)}d}"
-
-    def leaf_name(self, index: int) -> str:
-        return f"leaf{index:0{_digits(self.leaves)}d}"
-
-    def host_name(self, index: int) -> str:
-        return f"gpu-node-{index:0{_digits(self.hosts)}d}"
-
-    def spine_names(self) -> list[str]:
-        return [self.spine_name(s) for s in range(1, self.spines + 1)]
-
-    def leaf_names(self) -> list[str]:
-        return [self.leaf_name(leaf) for leaf in range(1, self.leaves + 1)]
-
-    def host_names(self) -> list[str]:
-        return [self.host_name(h) for h in range(1, self.hosts + 1)]
 
     def uplink_port(self, spine: int) -> int:
         """Leaf port that goes to spine number ``spine``."""
         return self.hosts_per_leaf + spine
-
-    def host_attachment(self, host: int, rail: int = 0) -> tuple[int, int]:
-        """(leaf number, leaf port) of host number ``host``'s HCA on ``rail`` (0-based)."""
-        group, port = divmod(host - 1, self.hosts_per_leaf)
-        return group * self.rails + rail + 1, port + 1
-
-    def hca_node(self, host: int, rail: int = 0) -> str:
-        """ibsim's node id of a host's HCA on ``rail``: the host name on a single rail."""
-        name = self.host_name(host)
-        return name if self.rails == 1 else f"{name}-{HCA_PREFIX}{rail}"
-
-    def switch_description(self, name: str) -> str:
-        return f"MF0;{name}:{self.model}/U1"
-
-    @staticmethod
-    def host_description(name: str, rail: int = 0) -> str:
-        return f"{name} {HCA_PREFIX}{rail}"
 
     def spine_lid(self, spine: int) -> int:
         return spine
 
     def leaf_lid(self, leaf: int) -> int:
         return self.spines + leaf
-
-    def host_lid(self, host: int, rail: int = 0) -> int:
-        return self.switches + (host - 1) * self.rails + rail + 1
 
     def lids(self) -> dict[str, int]:
         """Static LID of every node by name (a switch's LID is its port 0's)."""
@@ -162,19 +203,9 @@ class FatTree:
                 for r in range(self.rails)}
         return out
 
-    def spine_guid(self, spine: int) -> int:
-        return _SPINE_GUID_BASE + spine
-
-    def leaf_guid(self, leaf: int) -> int:
-        return _LEAF_GUID_BASE + leaf
-
-    def host_guid(self, host: int, rail: int = 0) -> int:
-        """Node GUID of host ``host``'s HCA on ``rail``; its port 1 GUID is this + 1."""
-        return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
-
 
 @dataclass(frozen=True)
-class FatTree3:
+class FatTree3(_Tree):
     """A three-tier fat tree: leaves and spines grouped in pods, cores above the pods.
 
     Each of the ``pods`` has ``leaves_per_pod`` leaves and ``spines_per_pod`` spines, every leaf
@@ -239,36 +270,14 @@ class FatTree3:
         return self.pods
 
     @property
-    def hosts(self) -> int:
-        return self.leaves // self.rails * self.hosts_per_leaf
-
-    @property
     def switches(self) -> int:
         return self.cores + self.spines + self.leaves
 
     def core_name(self, index: int) -> str:
         return f"core{index:0{_digits(self.cores)}d}"
 
-    def spine_name(self, index: int) -> str:
-        return f"spine{index:0{_digits(self.spines)}d}"
-
-    def leaf_name(self, index: int) -> str:
-        return f"leaf{index:0{_digits(self.leaves)}d}"
-
-    def host_name(self, index: int) -> str:
-        return f"gpu-node-{index:0{_digits(self.hosts)}d}"
-
     def core_names(self) -> list[str]:
         return [self.core_name(c) for c in range(1, self.cores + 1)]
-
-    def spine_names(self) -> list[str]:
-        return [self.spine_name(s) for s in range(1, self.spines + 1)]
-
-    def leaf_names(self) -> list[str]:
-        return [self.leaf_name(leaf) for leaf in range(1, self.leaves + 1)]
-
-    def host_names(self) -> list[str]:
-        return [self.host_name(h) for h in range(1, self.hosts + 1)]
 
     def leaf_pod(self, leaf: int) -> int:
         """Pod number (1-based) of leaf ``leaf``."""
@@ -296,22 +305,6 @@ class FatTree3:
         """Spine port that goes to core ``core`` (of the spine's plane)."""
         return self.leaves_per_pod + (core - 1) % self.cores_per_plane + 1
 
-    def host_attachment(self, host: int, rail: int = 0) -> tuple[int, int]:
-        """(leaf number, leaf port) of host number ``host``'s HCA on ``rail`` (0-based)."""
-        group, port = divmod(host - 1, self.hosts_per_leaf)
-        return group * self.rails + rail + 1, port + 1
-
-    def hca_node(self, host: int, rail: int = 0) -> str:
-        name = self.host_name(host)
-        return name if self.rails == 1 else f"{name}-{HCA_PREFIX}{rail}"
-
-    def switch_description(self, name: str) -> str:
-        return f"MF0;{name}:{self.model}/U1"
-
-    @staticmethod
-    def host_description(name: str, rail: int = 0) -> str:
-        return f"{name} {HCA_PREFIX}{rail}"
-
     def core_lid(self, core: int) -> int:
         return core
 
@@ -320,9 +313,6 @@ class FatTree3:
 
     def leaf_lid(self, leaf: int) -> int:
         return self.cores + self.spines + leaf
-
-    def host_lid(self, host: int, rail: int = 0) -> int:
-        return self.switches + (host - 1) * self.rails + rail + 1
 
     def lids(self) -> dict[str, int]:
         """Static LID of every node by name (a switch's LID is its port 0's)."""
@@ -335,15 +325,6 @@ class FatTree3:
 
     def core_guid(self, core: int) -> int:
         return _CORE_GUID_BASE + core
-
-    def spine_guid(self, spine: int) -> int:
-        return _SPINE_GUID_BASE + spine
-
-    def leaf_guid(self, leaf: int) -> int:
-        return _LEAF_GUID_BASE + leaf
-
-    def host_guid(self, host: int, rail: int = 0) -> int:
-        return _HOST_GUID_BASE + host * _HOST_GUID_STEP + rail * _RAIL_GUID_STEP
 
 
 def expected_links(tree: FatTree | FatTree3) -> int:
