@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
+from auditor.errors import ParseError
 from auditor.models import clip
 
 # infiniband-diags prints GUIDs with "%" PRIx64 in some places, so leading zeros may be missing.
@@ -59,6 +62,16 @@ def cap_description(desc: str, line_no: int, line: str, cut: list[tuple[int, str
 def norm_guid(hex_digits: str) -> str:
     """`b8599f0300AA01` -> `0x00b8599f0300aa01` (caller guarantees 1-16 hex digits)."""
     return "0x" + hex_digits.lower().rjust(16, "0")
+
+
+def json_document(text: str, kind: str) -> Any:
+    """A whole-file JSON document, or ParseError naming the line json stopped at."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = text.splitlines()
+        line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
+        raise ParseError(kind, exc.lineno, line, f"not JSON: {exc.msg}") from None
 
 
 def split_lines(text: str) -> list[str]:

@@ -45,6 +45,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from auditor.errors import ParseError
 from auditor.models import PortEvent, clip
+from auditor.parse._common import json_document
 from auditor.parse._logline import SyslogResult
 
 _KIND = "nvos-events"
@@ -125,12 +126,7 @@ def parse_time(value: str, tz: tzinfo | None) -> datetime | str:
 
 def parse_nvos_events(text: str, *, host: str, tz: tzinfo | None = None) -> SyslogResult:
     """The port events of one switch's event table (see the module docstring)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
-        raise ParseError(_KIND, exc.lineno, line, f"not JSON: {exc.msg}") from None
+    doc = json_document(text, _KIND)
     if not isinstance(doc, dict):
         raise ParseError(_KIND, 1, text.lstrip()[:80], "expected a JSON object of events")
     entries = list(_entries(doc))

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, tzinfo
 
 from auditor.errors import ParseError
 from auditor.models import PortEvent, clip
+from auditor.parse._common import json_document
 from auditor.parse._logline import SyslogResult, localise
 from auditor.parse.ufm_events import recognise_ufm_event
 
@@ -52,12 +53,7 @@ def _str(value: object) -> str:
 
 def parse_ufm_rest_events(text: str, *, tz: tzinfo = UTC) -> SyslogResult:
     """The port events of a `/ufmRest/app/events` answer (see the module docstring)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        lines = text.splitlines()
-        line = lines[exc.lineno - 1] if 0 < exc.lineno <= len(lines) else ""
-        raise ParseError(_KIND, exc.lineno, line, f"not JSON: {exc.msg}") from None
+    doc = json_document(text, _KIND)
     events = [doc] if isinstance(doc, dict) else doc
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise ParseError(_KIND, 1, text.lstrip()[:80], "expected a JSON array of event objects")
