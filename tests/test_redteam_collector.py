@@ -19,7 +19,7 @@ from typing import Any
 import paramiko
 import pytest
 
-from auditor.collect.hostcmd import OPTICS_MAX, collect_host
+from auditor.collect.hostcmd import OPTICS_MAX, HostCollection, collect_host
 from auditor.collect.onyx import SwitchSsh, collect_switch
 from auditor.config import HostSettings, Secret
 from tests.conftest import need
@@ -45,16 +45,13 @@ _HOSTILE_HOST = textwrap.dedent(f"""\
     """)
 
 
-@pytest.mark.ssh
-def test_host_optics_reads_at_most_optics_max_netdevs_per_host(tmp_path: Path) -> None:
-    """OPTICS_MAX says "devices or netdevs read per host", but the cap is per listing: a host
-    that lists 64 devices of 64 netdevs each gets 4,096 `ethtool -m` commands, each allowed
-    `timeout_s` of silence (30 s) or `command_timeout_s` (120 s): a host can hold a sweep
-    worker for days without ever passing a bound. Measured: 64 silent mlxlink commands took
-    64 x timeout_s on one host while the second host waited."""
+def _visit_hostile_host(tmp_path: Path, host_script: str, **settings: Any
+                        ) -> tuple[HostCollection, Path]:
+    """Collect (with optics) from an sshd on 127.0.0.1 whose every command runs `host_script`;
+    the collection and the log of the commands the host was sent."""
     need(sshd_missing())
     script = tmp_path / "host.py"
-    script.write_text(_HOSTILE_HOST)
+    script.write_text(host_script)
     script.chmod(0o755)
     log = tmp_path / "commands.log"
     # sshd passes its own environment to the forced command; RT_LOG reaches it through a
@@ -64,12 +61,22 @@ def test_host_optics_reads_at_most_optics_max_netdevs_per_host(tmp_path: Path) -
     wrapper.chmod(0o755)
     server = start_sshd(tmp_path / "sshd", forced_command=wrapper)
     try:
-        settings = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
-                                key_file=server.client_key, known_hosts=server.known_hosts,
-                                timeout_s=5, kernel_log="none", boots="none")
-        collect_host("127.0.0.1", settings, optics=True)
+        host = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
+                            key_file=server.client_key, known_hosts=server.known_hosts,
+                            kernel_log="none", boots="none", **settings)
+        return collect_host("127.0.0.1", host, optics=True), log
     finally:
         server.stop()
+
+
+@pytest.mark.ssh
+def test_host_optics_reads_at_most_optics_max_netdevs_per_host(tmp_path: Path) -> None:
+    """OPTICS_MAX says "devices or netdevs read per host", but the cap is per listing: a host
+    that lists 64 devices of 64 netdevs each gets 4,096 `ethtool -m` commands, each allowed
+    `timeout_s` of silence (30 s) or `command_timeout_s` (120 s): a host can hold a sweep
+    worker for days without ever passing a bound. Measured: 64 silent mlxlink commands took
+    64 x timeout_s on one host while the second host waited."""
+    _, log = _visit_hostile_host(tmp_path, _HOSTILE_HOST, timeout_s=5)
     ethtool = [c for c in log.read_text().splitlines() if c.startswith("ethtool")]
     assert len(ethtool) <= OPTICS_MAX, (
         f"{len(ethtool)} ethtool commands on one host ({DEVICES} devices x {NETDEVS} netdevs)")
@@ -85,22 +92,7 @@ _SILENT_MODULES = _HOSTILE_HOST + textwrap.dedent("""\
 @pytest.mark.ssh
 def test_host_optics_stops_after_a_module_read_that_does_not_answer(tmp_path: Path) -> None:
     """A module whose read hangs costs timeout_s once, not once per netdev."""
-    need(sshd_missing())
-    script = tmp_path / "host.py"
-    script.write_text(_SILENT_MODULES)
-    script.chmod(0o755)
-    log = tmp_path / "commands.log"
-    wrapper = tmp_path / "wrapper.sh"
-    wrapper.write_text(f"#!/bin/sh\nRT_LOG={log} exec {script}\n")
-    wrapper.chmod(0o755)
-    server = start_sshd(tmp_path / "sshd", forced_command=wrapper)
-    try:
-        settings = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
-                                key_file=server.client_key, known_hosts=server.known_hosts,
-                                timeout_s=1, kernel_log="none", boots="none")
-        result = collect_host("127.0.0.1", settings, optics=True)
-    finally:
-        server.stop()
+    result, log = _visit_hostile_host(tmp_path, _SILENT_MODULES, timeout_s=1)
     ethtool = [c for c in log.read_text().splitlines() if c.startswith("ethtool")]
     assert ethtool == ["ethtool -m ib0"]
     assert result.failed["ethtool.ib0"][0] == "timeout"
@@ -228,23 +220,8 @@ def test_onyx_login_without_a_prompt_ends_within_its_bounds(
 @pytest.mark.ssh
 def test_host_visit_ends_at_total_timeout(tmp_path: Path) -> None:
     """[hosts] total_timeout_s bounds the whole visit: past it, no further command is sent."""
-    need(sshd_missing())
-    script = tmp_path / "host.py"
-    script.write_text(_HOSTILE_HOST)
-    script.chmod(0o755)
-    log = tmp_path / "commands.log"
-    wrapper = tmp_path / "wrapper.sh"
-    wrapper.write_text(f"#!/bin/sh\nRT_LOG={log} exec {script}\n")
-    wrapper.chmod(0o755)
-    server = start_sshd(tmp_path / "sshd", forced_command=wrapper)
-    try:
-        settings = HostSettings(names=("127.0.0.1",), user=server.user, port=server.port,
-                                key_file=server.client_key, known_hosts=server.known_hosts,
-                                timeout_s=5, kernel_log="none", boots="none",
-                                total_timeout_s=0.001)
-        result = collect_host("127.0.0.1", settings, optics=True)
-    finally:
-        server.stop()
+    result, log = _visit_hostile_host(tmp_path, _HOSTILE_HOST, timeout_s=5,
+                                      total_timeout_s=0.001)
     assert result.status == "timeout"
     assert "total_timeout_s" in result.detail
     assert not log.exists() or log.read_text() == ""
