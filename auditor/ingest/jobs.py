@@ -39,7 +39,7 @@ from auditor.models import (
     MaintenanceWindow,
 )
 from auditor.parse._hostevents import REASON_MAX
-from auditor.parse._jobs import CUT, JobsResult
+from auditor.parse._jobs import CUT, HOST_MAX, JobsResult
 from auditor.portmap import PortMap
 from auditor.store import JobLogMeta, SourceMeta, Store
 
@@ -73,10 +73,8 @@ class JobOptions:
 _CLUSTER_WRITTEN = ("sacct", "jobcomp", "jobs-jsonl", "joblog", "slurm-events", "slurmctld",
                     "boots", "auto")
 NOT_UTF8 = "not UTF-8: the bad bytes were read as U+FFFD"
-# Host names are at most 253 characters (RFC 1035; Slurm NodeNames are host names): a longer one
-# is no host. A host event's reason is cut where it is parsed (parse/_hostevents.REASON_MAX);
-# issue #21: every cut is counted.
-HOST_MAX = 253
+# A host name longer than parse._jobs.HOST_MAX is no host. A host event's reason is cut where it
+# is parsed (parse/_hostevents.REASON_MAX); issue #21: every cut is counted.
 HOST_TOO_LONG = f"a host name over {HOST_MAX} characters"
 REASON_CUT = f"a reason over {REASON_MAX} characters: stored cut"
 
