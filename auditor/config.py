@@ -245,6 +245,10 @@ class RankingSettings:
     host_event_min_rails: int = 2
     nccl_version: str = ""  # the site's NCCL, for jobs whose logs do not say (e.g. "2.21.5")
     nccl_ib_timeout: int = 0  # the site's NCCL_IB_TIMEOUT when jobs set it; 0 = NCCL's default
+    # `[fabric] adaptive_routing` (issue #23) rides along like `[optics]`: the switches may send
+    # a flow out of any equal-cost up port (Quantum AR), so paths widen and flaps on links AR
+    # routes around weigh less (rules.py `adaptive_routing`).
+    adaptive_routing: bool = False
 
     @property
     def before(self) -> timedelta:
@@ -430,6 +434,9 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     if "optics" in data:
         ranking_settings = top.get("ranking", RankingSettings())
         top["ranking"] = replace(ranking_settings, optics=OpticsSettings(**data["optics"]))
+    if "adaptive_routing" in (fab := data.get("fabric", {})):
+        top["ranking"] = replace(top.get("ranking", RankingSettings()),
+                                 adaptive_routing=fab["adaptive_routing"])
     if "outcomes" in data:
         top["outcomes"] = OutcomesSettings(**data["outcomes"])
     return Settings(config_path=config_path, **top)

@@ -155,6 +155,10 @@ class TopologyTable(_Table):
     node_name_map: str | None = None
 
 
+class FabricTable(_Table):
+    adaptive_routing: bool | None = None
+
+
 class SweepTable(_Table):
     host: str | None = None
     port: Port | None = None
@@ -323,6 +327,7 @@ class OutcomesTable(_Table):
 class ConfigFile(_Table):
     store: StoreTable | None = None
     topology: TopologyTable | None = None
+    fabric: FabricTable | None = None
     sweep: SweepTable | None = None
     switches: list[SwitchTable] | None = None
     snmp: SnmpTable | None = None

@@ -44,6 +44,8 @@ from auditor.analyse.evidence import (
     link_of,
 )
 from auditor.analyse.flaps import Flap
+from auditor.analyse.paths import PortRef
+from auditor.analyse.routed import RouteBook, by_rail
 from auditor.config import RankingSettings
 from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
@@ -120,9 +122,12 @@ def fault_window(view: JobView, death: DeathTime, start: datetime, end: datetime
     return start, max(start, end - lo_d), "sacct Start and End"
 
 
-def _footprint(cables: Cables, guids: list[str]) -> set[LinkKey]:
-    """The HCA cables of `guids` and, when they hang off several leaves, those leaves' uplinks:
-    those that flapped (`cables.flapped`), the only ones a job's footprint is asked about."""
+def _footprint(fp: Footprints, guids: list[str], lo: datetime, hi: datetime) -> set[LinkKey]:
+    """The HCA cables of `guids` and, when they hang off several leaves, the links between
+    them: those that flapped (`cables.flapped`), the only ones a job's footprint is asked
+    about. Between leaves: the links the forwarding tables in effect during [lo, hi] route the
+    job's traffic over (issue #23; `routed.py`), else every uplink of those leaves."""
+    cables = fp.cables
     links: set[LinkKey] = set()
     leaves: set[str] = set()
     for guid in guids:
@@ -130,6 +135,10 @@ def _footprint(cables: Cables, guids: list[str]) -> set[LinkKey]:
         links.update(flapped)
         leaves.update(leaves_of)
     if len(leaves) > 1:
+        routed = fp.routed(guids, lo, hi)
+        if routed is not None:
+            links.update(routed & cables.flapped)
+            return links
         for leaf in leaves:
             links.update(cables.uplinks(leaf))
     return links
@@ -238,11 +247,14 @@ def first_errors(errors: list[JobErrorRow]) -> list[JobErrorRow]:
     return keep + [e for e in errors if e["event_at"] is None and e["is_first"]]
 
 
-def pair_paths(g: graph.FabricGraph, errors: list[JobErrorRow], resolver: HostResolver,
-                hcas: Hcas, cables: Cables) -> list[list[LinkKey]]:
+def pair_paths(fp: Footprints, errors: list[JobErrorRow], lo: datetime, hi: datetime
+               ) -> list[list[LinkKey]]:
     """The links each failing (host, peer) pair's traffic can cross, on the rail the error
     names (NCCL connects HCA r of one host to HCA r of the other in a rail-optimised fabric),
-    and for a port-error async event the HCA's own cable."""
+    and for a port-error async event the HCA's own cable. With forwarding tables (issue #23)
+    a pair's links are those its routes cross both ways during [lo, hi] (the job's fault
+    window); without, every link of the graph's shortest paths between the two."""
+    g, resolver, hcas, cables = fp.g, fp.resolver, fp.hcas, fp.cables
     pairs: set[tuple[str, str | None, str]] = set()
     own: set[tuple[str, str]] = set()
     for e in first_errors(errors):
@@ -258,7 +270,12 @@ def pair_paths(g: graph.FabricGraph, errors: list[JobErrorRow], resolver: HostRe
     paths = []
     for a, dev, b in sorted(pairs, key=lambda p: (p[0], p[1] or "", p[2])):
         far = hcas.rail([b], {dev}) if dev else []
-        path = graph.links_between(g, hcas.named(a, dev), far or hcas.of.get(b, []))
+        near, far = hcas.named(a, dev), far or hcas.of.get(b, [])
+        routed = fp.routed(near + far, lo, hi)
+        if routed:
+            paths.append(sorted(routed))
+            continue
+        path = graph.links_between(g, near, far)
         if path:
             paths.append(link_keys(path))
     for a, dev in sorted(own):
@@ -357,15 +374,29 @@ class Footprints:
     cables: Cables
     hcas: Hcas
     resolver: HostResolver
+    book: RouteBook | None
 
     def __init__(self, g: graph.FabricGraph, all_flaps: list[Flap], hcas: Hcas,
-                 resolver: HostResolver) -> None:
-        self.g, self.hcas, self.resolver = g, hcas, resolver
+                 resolver: HostResolver, book: RouteBook | None = None) -> None:
+        self.g, self.hcas, self.resolver, self.book = g, hcas, resolver, book
         self.flaps_by_link = defaultdict(list)
         for f in all_flaps:
             if f.down_at is not None:
                 self.flaps_by_link[link_of(f.ends)].append(f)
         self.cables = Cables(g, set(self.flaps_by_link))
+
+    def hca_ports(self, guids: list[str]) -> list[tuple[PortRef, str | None]]:
+        """The cabled ports of HCAs `guids`, each with its device (its rail)."""
+        return [((g, p), self.hcas.device_of.get(guid)) for guid in dict.fromkeys(guids)
+                for lk in self.cables.of(guid) for g, p in lk if g == guid and p is not None]
+
+    def routed(self, guids: list[str], lo: datetime, hi: datetime) -> set[LinkKey] | None:
+        """The links the forwarding tables in effect during [lo, hi] route traffic between
+        the HCAs `guids` over, rail by rail, both ways; None without tables that can say."""
+        if not self.book:
+            return None
+        assert self.book is not None  # noqa: S101 - for mypy: bool() above
+        return self.book.crossed_during(lo, hi, by_rail(self.hca_ports(guids)))
 
 
 def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkEvidence],
@@ -375,8 +406,7 @@ def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkE
     flap on its footprint long enough to kill it, the links its NCCL pairs vote for, or
     nothing. Returns how many the network killed, how many their host, how many nothing
     explains."""
-    g, flaps_by_link, cables, hcas, resolver = (fp.g, fp.flaps_by_link, fp.cables, fp.hcas,
-                                                fp.resolver)
+    flaps_by_link, cables, hcas, resolver = fp.flaps_by_link, fp.cables, fp.hcas, fp.resolver
     failed_net = failed_host = unexplained = 0
     for fj in dead:
         job, start, net, death = fj.job, fj.start, fj.net, fj.death
@@ -385,8 +415,9 @@ def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkE
         named = {(h, e["hca"]) for e in net if e["hca"] and (h := resolver.host(e["host"]))}
         devices = {d for _, d in named}
         guids = hcas.rail(job_hosts, devices) if devices else []
-        footprint = _footprint(cables, guids or [x for h in job_hosts
-                                                 for x in hcas.of.get(h, [])])
+        footprint = _footprint(fp, guids or [x for h in job_hosts
+                                             for x in hcas.of.get(h, [])],
+                               fault_lo - cfg.before, fault_hi + cfg.after)
         # The HCA cables the job's own errors point at: the HCA each names, or every HCA of a
         # reporting host whose errors name none (WARN-only logs of NCCL < 2.22).
         reporters = {h for e in net if (h := resolver.host(e["host"]))}
@@ -409,7 +440,7 @@ def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkE
             record = record | {"state_note": (
                 "ended NODE_FAIL, but a link of it died first by the usual rules: counted as "
                 "the network's")}
-        pairs = pair_paths(g, net, resolver, hcas, cables)
+        pairs = pair_paths(fp, net, fault_lo - cfg.before, fault_hi + cfg.after)
         # Links that went down with a whole switch or host, or in maintenance, around the
         # fault: the job's errors on them are that event's, not the cable's.
         near = timedelta(minutes=5)

@@ -45,6 +45,7 @@ from auditor.analyse.evidence import (
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, flaps
 from auditor.analyse.optics import watch_list
+from auditor.analyse.routed import RouteBook
 from auditor.analyse.survivors import lived_through
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
@@ -264,8 +265,10 @@ def _fmt_t(at: datetime) -> str:
 
 
 def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings | None = None,
-           aliases: dict[str, str] | None = None) -> Evidence:
-    """All evidence for [since, until] (naive UTC)."""
+           aliases: dict[str, str] | None = None, book: RouteBook | None = None) -> Evidence:
+    """All evidence for [since, until] (naive UTC). `book`: the fabric's forwarding tables
+    (issue #23), which put jobs on the links their traffic crossed; without, the graph's
+    shortest paths and leaf uplinks stand in (analyse/routed.py)."""
     cfg = cfg or RankingSettings()
     times = store.snapshot_times(until, limit=2)
     if not times:
@@ -404,8 +407,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                                         or f.up_at >= since):
             lev.flaps.append(f)
 
-    counts = blame.blame_jobs(dead.jobs, blame.Footprints(g, all_flaps, hcas, resolver),
-                              links, event_of, host_events_of, maint, cfg)
+    fp = blame.Footprints(g, all_flaps, hcas, resolver, book)
+    counts = blame.blame_jobs(dead.jobs, fp, links, event_of, host_events_of, maint, cfg)
     failed_net, failed_host, unexplained = counts
 
     # Only the jobs on the hosts next to a flap are read, with all their hosts (issue #13: at
@@ -421,8 +424,16 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # Optics trends need weeks of readings, whatever the window asked about (issue #14).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
+    def crosses(job_hosts: frozenset[str], device: str | None, link: LinkKey, at: datetime
+                ) -> bool | None:
+        guids = [x for h in sorted(job_hosts) for x in (
+            hcas.rail([h], {device}) if device else hcas.of.get(h, []))]
+        found = fp.routed(guids, at, at)
+        return None if found is None else link in found
+
     lived_through(links, running, resolver, fabric, g, logs, matched,
-                  {j: v.errors for j, v in views.items()}, cfg, in_use, settings)
+                  {j: v.errors for j, v in views.items()}, cfg, in_use, settings,
+                  crosses if book else None)
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
                     _host_coverage(rails, facts, links, fabric))

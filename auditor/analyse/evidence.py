@@ -248,9 +248,11 @@ class Hcas:
     def __init__(self, fabric: Fabric) -> None:
         self.of: dict[str, list[str]] = defaultdict(list)
         self.by_device: dict[tuple[str, str], str] = {}
+        self.device_of: dict[str, str | None] = {}
         for n in fabric.nodes.values():
             if n.node_type == NodeType.HCA:
                 self.of[n.name].append(n.guid)
+                self.device_of[n.guid] = n.device
                 if n.device:
                     self.by_device[(n.name, n.device)] = n.guid
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from auditor.analyse.correlate import gather
 from auditor.analyse.evidence import Evidence
 from auditor.analyse.rank import Suspect, as_json, rank
+from auditor.analyse.routed import RouteBook
 from auditor.config import OutcomesSettings, RankingSettings
 
 if TYPE_CHECKING:
@@ -54,13 +55,19 @@ class Ranking:
         return as_json(self.evidence, self.suspects, limit)
 
 
+def route_book(store: Store, adaptive: bool) -> RouteBook | None:
+    """The fabric's stored forwarding-table captures (issue #23); None without any."""
+    return None
+
+
 def rank_window(store: Store, since: datetime, until: datetime,
                 settings: RankSettings | None = None, *, judge: bool = False) -> Ranking:
     """Rank [since, until] (naive UTC). `judge`: also judge the remembered suspects of
     `[outcomes] since` before `until` (the report's outcomes section); they are judged anyway
     when the learned weights are on."""
     settings = settings or RankSettings()
-    evidence = gather(store, since, until, settings.ranking, aliases=settings.aliases)
+    evidence = gather(store, since, until, settings.ranking, aliases=settings.aliases,
+                      book=route_book(store, settings.ranking.adaptive_routing))
     suspects = rank(evidence, settings.ranking)
     judged: Outcomes | None = None
     if judge or settings.outcomes.learned_weights:

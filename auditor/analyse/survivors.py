@@ -214,10 +214,17 @@ def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Call
     return _Plan(informative, crossings, wanted, spans, rails, wait_of)
 
 
+# Whether the forwarding tables route a job's traffic over a link at a moment: (the job's fabric
+# hosts, the rail's HCA device, the link, the moment) -> True/False, None when they cannot say.
+Crosses = Callable[[frozenset[str], str | None, LinkKey, datetime], bool | None]
+
+
 def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[str], str | None],
-                  fabric: Fabric) -> dict[LinkKey, list[HealthyJob]]:
+                  fabric: Fabric, crosses: Crosses | None = None
+                  ) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
-    than they could wait (see the module docstring), of the `jobs` read for the plan."""
+    than they could wait (see the module docstring), of the `jobs` read for the plan. With
+    forwarding tables (`crosses`, issue #23) a leaf uplink's crossing is known, not a share."""
     informative, crossings, wanted, rails, wait_of = (
         plan.informative, plan.crossings, plan.wanted, plan.rails, plan.wait_of)
     # A month of a large fabric returns thousands of jobs with tens of hosts each: each name is
@@ -285,8 +292,16 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     best = max(best, _rail_use(r, host, device, port, hca_count[host]))
                 if best[0] <= 0.0:
                     continue  # it did not use this rail
+                weight, how = best[0] * share, best[1] + where
+                if uplink and crosses is not None:
+                    device = hosts_here[min(job_hosts & here)][0]
+                    routed = crosses(job_hosts, device, link, down)
+                    if routed is False:
+                        continue  # its routes kept off this uplink when it went down
+                    if routed:
+                        weight, how = best[0], best[1] + ", its routes cross it (forwarding tables)"
                 seen.add(job_id)
-                found.append(HealthyJob(job_id, i, round(best[0] * share, 3), best[1] + where))
+                found.append(HealthyJob(job_id, i, round(weight, 3), how))
         if found:
             out[link] = found
     return out
@@ -301,7 +316,8 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
                   resolver: HostResolver, fabric: Fabric, g: graph.FabricGraph,
                   logs: Sequence[JobLogRow], matched: Mapping[int, str],
                   errors: Mapping[str, Sequence[JobErrorRow]], cfg: RankingSettings,
-                  in_use: Sequence[str], settings: Sequence[tuple[int, int | None]]) -> None:
+                  in_use: Sequence[str], settings: Sequence[tuple[int, int | None]],
+                  crosses: Crosses | None = None) -> None:
     """The jobs that ran through the window's flaps and lived, from one read (issue #22: one
     mechanism): on each link, `survived` (the jobs on an HCA's host that ran through a flap of
     its cable longer than any NCCL since 2.14 waits and did not die of it: the flap did not
@@ -325,7 +341,8 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
         # ran through a flap whole and COMPLETED: judged per flap below
         completed = [j for j in jobs if j["state"] == "COMPLETED"
                      and j["start_at"] is not None and j["end_at"] is not None]
-        for link, found in _healthy_jobs(plan, completed, resolver.host, fabric).items():
+        for link, found in _healthy_jobs(plan, completed, resolver.host, fabric,
+                                         crosses).items():
             links[link].healthy = found
 
 
