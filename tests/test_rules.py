@@ -61,7 +61,14 @@ def test_every_rule_given_is_in_the_table() -> None:
                     and isinstance(node.args[1], ast.Constant):
                 given.add(node.args[1].value)
     assert given and given <= set(RULES), given - set(RULES)
-    assert set(RULES) - given <= {"switch_event", "host_event"}  # given by name in a variable
+    # switch_event and host_event are given by name in a variable; adaptive_routing only takes
+    # points back from the flap rules (Weights.take), by its weight w["adaptive_routing"]
+    taken = {node.slice.value for path in sorted(ANALYSE.glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+             and node.value.id == "w" and isinstance(node.slice, ast.Constant)}
+    assert "adaptive_routing" in taken
+    assert set(RULES) - given <= {"switch_event", "host_event", "adaptive_routing"}
 
 
 def test_weights_override_by_name_and_refuse_unknown_rules() -> None:

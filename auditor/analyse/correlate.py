@@ -45,7 +45,7 @@ from auditor.analyse.evidence import (
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, flaps
 from auditor.analyse.optics import watch_list
-from auditor.analyse.routed import RouteBook
+from auditor.analyse.routed import RouteBook, ar_alternatives
 from auditor.analyse.survivors import lived_through
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
@@ -434,6 +434,12 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     lived_through(links, running, resolver, fabric, g, logs, matched,
                   {j: v.errors for j, v in views.items()}, cfg, in_use, settings,
                   crosses if book else None)
+    if cfg.adaptive_routing:
+        newest = book.capture_at(until) if book else None
+        routes = book.routes(newest) if book and newest is not None else None
+        for lk, le in links.items():
+            if le.flaps:
+                le.ar_alternatives = ar_alternatives(lk, g, routes)
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
                     _host_coverage(rails, facts, links, fabric))

@@ -83,6 +83,9 @@ class LinkEvidence:
     # a single-rail host's cable with a reboot-long flap and no host records (#20): why the
     # verdict cannot rule out the host
     host_note: str = ""
+    # [fabric] adaptive_routing (issue #23): the other equal-cost up ports AR can send this
+    # link's flows out of when it goes down (0: a host cable, a sole path, or AR off)
+    ar_alternatives: int = 0
 
 
 @dataclass(slots=True)

@@ -121,6 +121,15 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
                          else (0.0, ""))
     # the rules that gave the flaps their points give back what crossing jobs took
     points -= w.take(scored, ("long_flap", "flaps"), cut)
+    ar_said = ""
+    if le.ar_alternatives and real and not (le.jobs or le.votes or le.port_errors):
+        flap_points = scored.get("flaps", 0.0) + scored.get("long_flap", 0.0)
+        off = w["adaptive_routing"] * max(0.0, flap_points - ABSORBED_FLAP * len(real))
+        if off > 0:
+            points -= w.take(scored, ("long_flap", "flaps"), off)
+            ar_said = (f"adaptive routing can send its flows out of {le.ar_alternatives} other "
+                       f"up port(s) of that switch and no job died of it: {off:.1f} points "
+                       "off its flaps")
     if real:
         sources = sorted({s for f in real for s in f.sources})
         evidence.append(
@@ -142,6 +151,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
                      if "fault_between" in j]
     if healthy_said:
         evidence.append(healthy_said)
+    if ar_said:
+        evidence.append(ar_said)
     if le.host_note:
         evidence.append(le.host_note)
     # Jobs counted as crossing the cable are not "not on this cable"; the others still are.

@@ -35,9 +35,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
+from auditor import graph
 from auditor.analyse.evidence import link_of
 from auditor.analyse.paths import PortRef, Routes
-from auditor.models import LinkKey
+from auditor.models import LinkKey, NodeType
 
 # A night's jobs share hosts and rails: their crossings are asked for again and again.
 _CACHE_MAX = 1 << 16
@@ -120,6 +121,29 @@ class RouteBook:
         return out
 
 
+def ar_alternatives(link: LinkKey, g: graph.FabricGraph, routes: Routes | None) -> int:
+    """How many other ports adaptive routing can send a link's flows out of instead: for an
+    up link (a switch to one a tier above it), the lower switch's other up links. The tiers
+    come from the forwarding tables' fabric when given (three tiers: a spine's links to the
+    cores too), else only a leaf's uplinks are known to be up links. 0: not an up link."""
+    if len(link) != 2:
+        return 0
+    (a, _), (b, _) = link
+    if a not in g or b not in g or any(
+            g.nodes[n]["node_type"] != NodeType.SWITCH for n in (a, b)):
+        return 0
+    if routes is not None:
+        tier = routes.tier
+        if a in tier and b in tier and abs(tier[a] - tier[b]) == 1:
+            low = a if tier[a] < tier[b] else b
+            ups = sum(1 for port in routes.cabled.get(low, [])
+                      if tier.get(routes.peer[(low, port)][0][0]) == tier[low] + 1)
+            return max(0, ups - 1)
+        return 0
+    leaves = [n for n in (a, b) if graph.is_leaf(g, n)]
+    return max(0, len(graph.uplinks(g, leaves[0])) - 1) if len(leaves) == 1 else 0
+
+
 def by_rail(ports: Iterable[tuple[PortRef, str | None]]) -> list[list[PortRef]]:
     """HCA ports grouped by their device name (the rail; None: one group of unnamed ones)."""
     groups: dict[str | None, list[PortRef]] = defaultdict(list)
@@ -128,4 +152,4 @@ def by_rail(ports: Iterable[tuple[PortRef, str | None]]) -> list[list[PortRef]]:
     return [groups[d] for d in sorted(groups, key=lambda d: d or "")]
 
 
-__all__ = ["RouteBook", "by_rail"]
+__all__ = ["RouteBook", "ar_alternatives", "by_rail"]
