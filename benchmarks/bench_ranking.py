@@ -210,10 +210,11 @@ def run_reboots(setting: str, sizes: list[tuple[int, int, int]], seeds: list[int
 
 def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: ScenarioOptions,
                  match_logs: bool) -> None:
-    found = runs = 0
+    found = tied = runs = 0
     print(f"\n64 spines: one leaf uplink that killed one job, seen only in that job's errors"
           f"{' (job logs matched by host and time)' if match_logs else ''}")
-    print(f"{'fabric':>14} {'seed':>4} {'rank':>5} {'cands':>5} {'path':>5} {'false':>5} "
+    print(f"{'fabric':>14} {'seed':>4} {'rank':>5} {'tie':>4} {'cands':>5} {'path':>5} "
+          f"{'false':>5} "
           f"{'lft':>4} {'time':>6}  first link suspect / the uplink")
     for spines, leaves, hosts in sizes:
         for seed in seeds:
@@ -228,8 +229,11 @@ def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: S
                           if j["culprit_cause"] == "silent_stall"]
                 path = _path_uplinks(folder, truth, killed[0])
             (rank,) = score.bad_ranks
+            (ties,) = score.bad_ties
             runs += 1
             found += rank == 1
+            # at the top with others of the same score: the votes cannot tell them apart
+            tied += rank is not None and rank <= ties
             # one rail: host node-N sits under leaf (N - 1) // hosts (fabric.py); without routes
             # every uplink of the killed job's leaves may have carried the broken connection
             under = {(int(n.rsplit("-", 1)[1]) - 1) // hosts for n in killed[0]["nodes"]}
@@ -237,11 +241,13 @@ def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: S
             first = score.top[0] if score.top else "-"
             cell = "-" if path is None else (
                 f"{len(path)}{'' if killed[0]['culprit_link'] in path else '*'}")
-            print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {rank or '-':>5} {cands:>5} "
+            print(f"{spines:>4}x{leaves:>3}x{hosts:>3} {seed:>4} {rank or '-':>5} {ties:>4} "
+                  f"{cands:>5} "
                   f"{cell:>5} {len(score.false_blames):>5} {score.lfts_ingested:>4} {took:>5.1f}s  "
                   f"{first} / {truth['bad_cables'][0]['link']}")
     print(f"\n64 spines: the stalled uplink was the top link suspect in {found}/{runs} runs "
-          "(target: every run)")
+          f"(target: every run); at the top score, alone or tied with the other links of the "
+          f"failing pair's paths (`tie`), in {tied}/{runs}")
 
 
 def _path_uplinks(folder: Path, truth: dict[str, Any], job: dict[str, Any]) -> set[str] | None:

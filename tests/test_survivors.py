@@ -110,7 +110,8 @@ def _build(tmp: Path, killer: bool, domain: str = ""
         ("102", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # Using names mlx5_0 only
         ("103", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # no log: rail not known
         ("104", "COMPLETED", T - hour, up + hour, x),  # one host: NVLink, never the cable
-        ("105", "COMPLETED", T - hour, up + timedelta(minutes=5), f"{x},{y}"),  # ended too soon
+        # ended too soon: the flap began in its last 10 minutes, which may be idle
+        ("105", "COMPLETED", T - hour, up + timedelta(minutes=4), f"{x},{y}"),
         ("106", "COMPLETED", T - timedelta(minutes=1), up + hour, f"{x},{y}"),  # NCCL not up yet
         ("107", "CANCELLED", T - hour, up + hour, f"{x},{y}"),  # did not complete
         ("108", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # NCCL_IB_HCA=^mlx5_1

@@ -64,6 +64,10 @@ RAN_BEFORE = timedelta(minutes=2)
 # stuck on a broken connection after its timeout (10 min by default), so such a job was not
 # stuck on it (the margin the survivors shown beside the flaps already use).
 RAN_AFTER = timedelta(minutes=10)
+# A job that COMPLETED was not broken by a flap it ran through (a broken connection ends in an
+# NCCL error or a watchdog abort, never in exit 0): it needs only to have run past the link's
+# return, by more than the clocks of switches and hosts may differ.
+RAN_AFTER_COMPLETED = timedelta(minutes=1)
 # A flap measured on second-resolution stamps may read a little long.
 MARGIN_S = 0.5
 # How sure a crossing of an HCA cable is when nothing says which HCAs the job used: NCCL opens
@@ -219,8 +223,50 @@ def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Call
 Crosses = Callable[[frozenset[str], str | None, LinkKey, datetime], bool | None]
 
 
+# PyTorch's NCCL watchdog checks each communicator for an NCCL async error once a loop and
+# sleeps kWatchdogThreadSleepMillis between loops: 1000 ms at pytorch/pytorch@0007e752
+# torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, 10,000 in older releases, 100 in newer
+# ones. So a broken connection's error reaches the watchdog's log line within 10 s.
+WATCHDOG_POLL = timedelta(seconds=10)
+# PyTorch's stamped lines that report an NCCL error the watchdog caught (auditor/parse/joblog:
+# `remote_error` is its "NCCL error ... remote process exited or there was a network error",
+# `watchdog_error` its other watchdog exceptions).
+_SURFACED = frozenset({"remote_error", "watchdog_error"})
+
+
+def _failed_later(jobs: Sequence[JobDuringRow], errors: Mapping[str, Sequence[JobErrorRow]],
+                  wait_of: Callable[[str], float]) -> dict[str, datetime]:
+    """The jobs that did not complete but whose log dates their trouble: each with the earliest
+    moment its trouble can have begun. NCCL prints a broken connection's error when the QP
+    dies, its death time after the flap began, so a job whose first such error came
+    `RAN_AFTER` past a flap's end had outlived that flap and died of something later. Untimed
+    NCCL errors (WARN-only logs) are dated by PyTorch's stamped line of the error it caught (an
+    error, not a timeout): the error reached it within `WATCHDOG_POLL`, and the connection died at
+    most the job's death time before that. A failed job with no dated trouble, or whose
+    watchdog timed out (a hang: the timeout is the user's, any length), is left out."""
+    out: dict[str, datetime] = {}
+    for job in jobs:
+        if job["state"] == "COMPLETED":
+            continue
+        rows = errors.get(job["job_id"], ())
+        net = [e for e in rows if e["network"]]
+        first = [e["event_at"] or e["not_before"] for e in net]
+        if net and all(t is not None for t in first):
+            out[job["job_id"]] = min(t for t in first if t is not None)
+            continue
+        if any(e["kind"] == "watchdog_timeout" for e in rows):
+            continue
+        caught = [e["event_at"] for e in rows
+                  if e["kind"] in _SURFACED and e["event_at"] is not None]
+        wait = wait_of(job["job_id"])
+        if caught and not math.isinf(wait):
+            out[job["job_id"]] = min(caught) - WATCHDOG_POLL - timedelta(seconds=wait)
+    return out
+
+
 def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[str], str | None],
-                  fabric: Fabric, crosses: Crosses | None = None
+                  fabric: Fabric, crosses: Crosses | None = None,
+                  failed_later: Mapping[str, datetime] | None = None
                   ) -> dict[LinkKey, list[HealthyJob]]:
     """Per link, the COMPLETED jobs whose traffic crossed it through one of its flaps longer
     than they could wait (see the module docstring), of the `jobs` read for the plan. With
@@ -270,16 +316,25 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     listed.add(id(job))
                     candidates.append(job)
         # when each ran, for one pass per flap over plain tuples
-        times = [(job["start_at"], job["end_at"]) for job in candidates]
+        # (a COMPLETED job needs only to have run past the link's return: one the flap had
+        # broken would have ended FAILED, its watchdog aborting the stuck collective; but its
+        # last RAN_AFTER may have been idle on the network, a final checkpoint or teardown,
+        # so the flap must have begun before them)
+        times = [(job["start_at"], job["end_at"], job["state"] == "COMPLETED")
+                 for job in candidates]
         found: list[HealthyJob] = []
         for i, down, up, lasted in spans_of:
             began, back = down - RAN_BEFORE, up + RAN_AFTER
             seen: set[str] = set()
-            through = [k for k, (start, end) in enumerate(times) if start <= began and end >= back]
+            through = [k for k, (start, end, done) in enumerate(times) if start <= began and (
+                end >= back or (done and end >= up + RAN_AFTER_COMPLETED
+                                and end - RAN_AFTER >= down))]
             for job in map(candidates.__getitem__, through):
                 job_id = job["job_id"]
                 if job_id in seen or not lasted - MARGIN_S > wait_of(job_id):
                     continue
+                if failed_later and job_id in failed_later and failed_later[job_id] < back:
+                    continue  # its trouble began during or soon after this flap
                 job_hosts = job_hosts_of(job)
                 if len(job_hosts) < 2:
                     continue  # one node: its ranks talk over NVLink, PCIe or shared memory
@@ -338,11 +393,13 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
     if long_flaps and survivor_hosts:
         _mark_survivors(links, jobs_by_host(jobs, resolver, long_flaps), fabric)
     if plan is not None:
-        # ran through a flap whole and COMPLETED: judged per flap below
-        completed = [j for j in jobs if j["state"] == "COMPLETED"
+        # ran through a flap whole and COMPLETED, or failed of something else long after it:
+        # judged per flap below
+        later = _failed_later(jobs, errors, plan.wait_of)
+        completed = [j for j in jobs if (j["state"] == "COMPLETED" or j["job_id"] in later)
                      and j["start_at"] is not None and j["end_at"] is not None]
         for link, found in _healthy_jobs(plan, completed, resolver.host, fabric,
-                                         crosses).items():
+                                         crosses, later).items():
             links[link].healthy = found
 
 

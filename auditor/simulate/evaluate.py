@@ -71,6 +71,8 @@ class Score:
     # forwarding tables (issue #23)
     lfts_ingested: int = 0  # captures ingested (0 while the ingest has no `lfts` kind)
     bad_ranks: list[int | None] = field(default_factory=list)  # per bad cable, truth's order
+    # per bad cable, how many link suspects share its score (itself included; 0: no suspect)
+    bad_ties: list[int] = field(default_factory=list)
 
 
 # The host records a scenario may hold (issue #20): (ingest kind, files, one host per file).
@@ -242,6 +244,9 @@ def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score
     ranks = {_link(s["ends"]): i for i, s in enumerate(links, 1)}
     score.harmless_ranks = [ranks.get(h) for h in harmless]
     score.bad_ranks = [ranks.get(b) for b in bad]
+    scores = {_link(s["ends"]): s["score"] for s in links}
+    score.bad_ties = [sum(1 for s in links if s["score"] == scores[b]) if b in scores else 0
+                      for b in bad]
     naive = naive_ranking(folder)[:k]
     # A naive entry is one switch port; it "finds" a bad cable when it names one of its ends.
     score.naive_recall = sum(1 for b in bad if any(n <= b for n in naive)) / k if k else 1.0
