@@ -121,9 +121,12 @@ def _rails(logs: Sequence[JobLogRow], matched: Mapping[int, str],
 
 
 def _rail_use(r: _Rails | None, host: str, device: str | None, port: int,
-              hcas_on_host: int) -> tuple[float, str]:
+              hcas_on_host: int, gpus_per_host: float | None = None) -> tuple[float, str]:
     """How sure it is that the job used this HCA of `host`: 1, 0 (it did not) or
-    RAIL_UNKNOWN, and what says so."""
+    RAIL_UNKNOWN, and what says so. A job whose GPUs fill its hosts (at least one per HCA)
+    uses every rail: NCCL sends each GPU's traffic through its local NIC
+    (ncclTopoGetLocalNet, src/graph/topo.cc:1635 at NVIDIA/nccl v2.28.7-1: the NETs of the
+    best path from that GPU), and a rail-optimised server gives each GPU its own."""
     if r is not None and device is not None:
         if device in r.named.get(host, ()):
             return 1.0, "its errors name the HCA"
@@ -137,6 +140,8 @@ def _rail_use(r: _Rails | None, host: str, device: str | None, port: int,
             return (1.0, f"NCCL_IB_HCA={r.ib_hca} picks the HCA") if picked else (0.0, "")
     if hcas_on_host == 1:
         return 1.0, "the host's only HCA"
+    if gpus_per_host is not None and gpus_per_host >= hcas_on_host:
+        return 1.0, "its GPUs fill the host, one HCA each"
     return RAIL_UNKNOWN, "rail not known"
 
 
@@ -341,10 +346,13 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                 if uplink and job_hosts <= hosts_here.keys():
                     continue  # all its hosts under this leaf: its traffic never leaves it
                 r = rails.get(job_id)
+                per_host = job["gpus"] / len(job["hosts"]) if job["gpus"] and job["hosts"] \
+                    else None
                 best = (0.0, "")
                 for host in sorted(job_hosts & here):
                     device, port = hosts_here[host]
-                    best = max(best, _rail_use(r, host, device, port, hca_count[host]))
+                    best = max(best, _rail_use(r, host, device, port, hca_count[host],
+                                               per_host))
                 if best[0] <= 0.0:
                     continue  # it did not use this rail
                 weight, how = best[0] * share, best[1] + where
