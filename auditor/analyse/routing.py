@@ -45,17 +45,20 @@ def routes_from(fabric: Fabric, tables: list[StoredLft], lmc: int = 0) -> Routes
     return Routes.from_arrays(fabric.links, ends, rows)
 
 
-def routes_at(store: Store, at: datetime) -> Routes | None:
+def routes_at(store: Store, at: datetime, fabric: Fabric | None = None) -> Routes | None:
     """The routes in effect at `at`: the tables of the newest capture at or before it, the
-    topology snapshot in effect then; None when no tables (or no snapshot) were stored by
-    then."""
+    topology snapshot in effect then (`fabric`, when the caller has read it already: reading
+    a 4,096-host snapshot is most of the cost); None when no tables (or no snapshot) were
+    stored by then."""
     found = store.lft_capture_at(at)
     if found is None:
         return None
-    times = store.snapshot_times(at, limit=1)
-    if not times:
-        return None
-    return routes_from(store.fabric(times[0]), store.lft_tables_at(at), found[1])
+    if fabric is None:
+        times = store.snapshot_times(at, limit=1)
+        if not times:
+            return None
+        fabric = store.fabric(times[0])
+    return routes_from(fabric, store.lft_tables_at(at), found[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,10 @@ from typing import NamedTuple
 
 from auditor.store.connection import Connection, utc_naive
 
+# The digest of a switch's row when a whole-fabric capture did not have its table (the blob is
+# empty: no route at all).
+ABSENT = "absent"
+
 
 class StoredLft(NamedTuple):
     """One switch's table as stored: `ports` holds the out port of DLID d at byte d."""
@@ -48,6 +52,14 @@ class LftQueries(Connection):
         at = utc_naive(captured_at)
         before = {r[0]: r[1] for r in self.run("lft_digests_at", at=at)}
         changed = [t for t in tables if before.get(t.guid) != t.digest]
+        if len(tables) > 1:
+            # A whole-fabric dump without a switch it had before: the switch did not answer
+            # (rebooting, cut off), so its table is gone until a capture has it again. One
+            # table alone is `ibroute` of that switch: the others are as they were.
+            held = {t.guid for t in tables}
+            changed += [StoredLft(guid, None, "", 0, 0, ABSENT, b"")
+                        for guid, digest in sorted(before.items())
+                        if guid not in held and digest != ABSENT]
         if changed:
             guids = [t.guid for t in changed]
             self.run("lft_switches_replace", captured_at=at, guid=guids)
@@ -80,7 +92,8 @@ class LftQueries(Connection):
                                        until=utc_naive(until))]
 
     def lft_tables_at(self, at: datetime) -> list[StoredLft]:
-        """Each switch's table in effect at `at` (no digest: "" here)."""
+        """Each switch's table in effect at `at` (no digest: "" here); not the switches the
+        newest whole-fabric capture did not have."""
         return [StoredLft(r[0], r[1], r[2], r[3], r[4], "", bytes(r[5]))
                 for r in self.run("lft_tables_at", at=utc_naive(at))]
 
