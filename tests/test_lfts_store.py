@@ -346,3 +346,55 @@ def test_a_routing_loop_is_refused_with_exit_1(scenario: tuple[Path, dict[str, A
     assert line.startswith(f"error: node-001 -> {b}: loop: DLID {route.dlid} comes back to "
                            "switch")
     assert f"node-001 -> {b} (DLID {route.dlid}): LOOP" in " ".join(res.stdout.split())
+
+
+# ------------------------------------------------------------------------- the report's plot
+
+
+def test_the_neighbourhood_plot_shows_the_failed_jobs_routes_through_the_suspect(
+        scenario: tuple[Path, dict[str, Any], Path]) -> None:
+    from auditor.analyse.audit import audit
+    from auditor.report.build import build_report
+    from auditor.report.html import render_html
+
+    _, truth, db = scenario
+    since = _at(truth["window_start"]).replace(tzinfo=None)
+    until = _at(truth["window_end"]).replace(tzinfo=None)
+    with Store(db, read_only=True) as store:
+        result = audit(store, since, until, judge=False)
+        routes = {f.rank: routes_at(store, f.jobs[0]["died_at"]) for f in result.findings
+                  if f.jobs}
+    shown = [f for f in result.findings if f.neighbourhood.paths]
+    assert shown, "no suspect link with a failed job's route through it"
+    for f in shown:
+        cable = frozenset((e["guid"], e["port"]) for e in f.suspect.ends)
+        assert {j["job_id"] for j in f.jobs} >= {p.job_id for p in f.neighbourhood.paths}
+        ids = {n.guid for n in f.neighbourhood.nodes}
+        for p in f.neighbourhood.paths:
+            assert cable in [frozenset({(a, pa), (b, pb)}) for a, pa, b, pb in p.cables]
+            assert {g for a, _, b, _ in p.cables for g in (a, b)} <= ids
+            # the cables in order, each leaving the node the one before arrived at
+            assert all(p.cables[i][2] == p.cables[i + 1][0] for i in range(len(p.cables) - 1))
+            assert p.cables[0][0] != p.cables[-1][2]
+        suspect = next(e for e in f.neighbourhood.edges if e.suspect)
+        assert set(suspect.jobs) == {p.job_id for p in f.neighbourhood.paths}
+        assert routes[f.rank] is not None
+    report = build_report(result)
+    hood = report["neighbourhoods"][str(shown[0].rank)]
+    assert hood["paths"] and any(e["jobs"] for e in hood["edges"] if not e["suspect"])
+    page = render_html(report)
+    assert "#f29900" in page and "route(s) of the failed jobs through it" in page
+    # without tables the same audit has no paths
+    assert all(not f.neighbourhood.paths for f in _audit_without_tables(truth, db))
+
+
+def _audit_without_tables(truth: dict[str, Any], db: Path) -> list[Any]:
+    from auditor.analyse.audit import audit
+
+    plain = db.with_name("plain.duckdb")
+    if not plain.exists():
+        load_scenario(db.with_name("sc"), plain, lfts=False)
+    since = _at(truth["window_start"]).replace(tzinfo=None)
+    until = _at(truth["window_end"]).replace(tzinfo=None)
+    with Store(plain, read_only=True) as store:
+        return audit(store, since, until, judge=False).findings

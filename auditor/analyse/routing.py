@@ -273,3 +273,43 @@ def _direction(routes: Routes, route: Route, fabric: Fabric, names: dict[str, st
     return {"from": a, "to": b, "source": _end(fabric, names, route.source),
             "dlid": route.dlid, "status": route.status, "reason": route.reason,
             "hops": hops}
+
+
+# --- the report's neighbourhood plot -------------------------------------------------------------
+
+# What the report's plot of one suspect link shows of its failed jobs' routes: at most this many
+# routes, found among at most MAX_PAIRS_WALKED host pairs (a 64-host job on 8 rails has 32,256
+# ordered pairs; the pairs next to the link's ends are walked first, and they are the ones whose
+# routes can cross a host or leaf cable).
+PATHS_SHOWN = 8
+MAX_PAIRS_WALKED = 4000
+
+
+def paths_through(routes: Routes, fabric: Fabric, cable: frozenset[PortRef],
+                  hosts: list[str], aliases: dict[str, str] | None = None,
+                  limit: int = PATHS_SHOWN) -> list[tuple[str, str, int, Route]]:
+    """(source host, destination host, rail, route) of the ordered host pairs of `hosts`, on
+    each rail, whose route (to the base LID, as NCCL's traffic) crosses the cable whose two
+    ends are `cable`; at most `limit` of them."""
+    ports = {h: host_ports(fabric, h, aliases) for h in hosts}
+    near_nodes = {guid for guid, _ in cable}
+    near = {h for h, ps in ports.items()
+            if any((far := routes.peer.get(p)) is not None and far[0][0] in near_nodes
+                   for p in ps)}
+    rails = max((len(ps) for ps in ports.values()), default=0)
+    pairs = [(a, b) for a in hosts for b in hosts if a != b]
+    pairs.sort(key=lambda ab: (ab[0] not in near and ab[1] not in near))
+    found: list[tuple[str, str, int, Route]] = []
+    walked = 0
+    for a, b in pairs:
+        for rail in range(rails):
+            if rail >= len(ports[a]) or rail >= len(ports[b]) or walked >= MAX_PAIRS_WALKED:
+                continue
+            walked += 1
+            for route in routes.routes(ports[a][rail], ports[b][rail]):
+                if any(frozenset({(lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)}) == cable
+                       for lk in route.links):
+                    found.append((a, b, rail, route))
+                    if len(found) >= limit:
+                        return found
+    return found
