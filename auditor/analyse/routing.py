@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 def routes_from(fabric: Fabric, tables: list[StoredLft], lmc: int = 0) -> Routes:
     """`Routes` of a topology snapshot and stored tables: every CA and router port with a LID
     is an end (2^`lmc` LIDs from it)."""
+    ends_types = (NodeType.HCA, NodeType.ROUTER)
+    nodes = fabric.nodes
+    ends = [(guid, port, p.lid) for (guid, port), p in fabric.ports.items()
+            if p.lid and (n := nodes.get(guid)) is not None and n.node_type in ends_types]
+    return _routes(fabric.links, ends, tables, lmc)
+
+
+def _routes(links: list[Link], ends: list[tuple[str, int, int]], tables: list[StoredLft],
+            lmc: int) -> Routes:
     width = max((len(t.ports) for t in tables), default=1)
     out = np.full((len(tables), width), NO_ROUTE, dtype=np.uint8)
     for i, t in enumerate(tables):
@@ -38,11 +47,7 @@ def routes_from(fabric: Fabric, tables: list[StoredLft], lmc: int = 0) -> Routes
     rows = LftRows([t.guid for t in tables], [t.lid for t in tables],
                    [t.description for t in tables], [t.first_lid for t in tables],
                    [t.last_lid for t in tables], out)
-    ends_types = (NodeType.HCA, NodeType.ROUTER)
-    nodes = fabric.nodes
-    ends = [EndPort(guid, port, p.lid, lmc) for (guid, port), p in fabric.ports.items()
-            if p.lid and (n := nodes.get(guid)) is not None and n.node_type in ends_types]
-    return Routes.from_arrays(fabric.links, ends, rows)
+    return Routes.from_arrays(links, [EndPort(g, p, lid, lmc) for g, p, lid in ends], rows)
 
 
 def routes_at(store: Store, at: datetime, fabric: Fabric | None = None) -> Routes | None:
@@ -53,12 +58,13 @@ def routes_at(store: Store, at: datetime, fabric: Fabric | None = None) -> Route
     found = store.lft_capture_at(at)
     if found is None:
         return None
-    if fabric is None:
-        times = store.snapshot_times(at, limit=1)
-        if not times:
-            return None
-        fabric = store.fabric(times[0])
-    return routes_from(fabric, store.lft_tables_at(at), found[1])
+    if fabric is not None:
+        return routes_from(fabric, store.lft_tables_at(at), found[1])
+    times = store.snapshot_times(at, limit=1)
+    if not times:
+        return None
+    links, ends = store.routing_snapshot(times[0])
+    return _routes(links, ends, store.lft_tables_at(at), found[1])
 
 
 @dataclass(frozen=True, slots=True)
