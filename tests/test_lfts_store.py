@@ -398,3 +398,25 @@ def _audit_without_tables(truth: dict[str, Any], db: Path) -> list[Any]:
     until = _at(truth["window_end"]).replace(tzinfo=None)
     with Store(plain, read_only=True) as store:
         return audit(store, since, until, judge=False).findings
+
+
+def test_the_routing_snapshot_is_the_fabrics_links_and_ca_lids(
+        scenario: tuple[Path, dict[str, Any], Path], tmp_path: Path) -> None:
+    """Read from the cached columns (the newest snapshot) or the tables (an older one): the
+    same as the whole fabric says."""
+    from auditor.models import NodeType
+
+    folder, _, _ = scenario
+    with Store(tmp_path / "t.duckdb") as store:
+        for hours in (0, 1):
+            ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"],
+                         at=T0 + timedelta(hours=hours))
+        times = store.snapshot_times(T0 + timedelta(hours=2), limit=5)
+        assert len(times) == 2
+        for t in times:
+            links, ends = store.routing_snapshot(t)
+            fabric = store.fabric(t)
+            assert links and sorted(map(str, links)) == sorted(map(str, fabric.links))
+            assert ends and sorted(ends) == sorted(
+                (g, p, port.lid) for (g, p), port in fabric.ports.items()
+                if port.lid and fabric.nodes[g].node_type == NodeType.HCA)
