@@ -420,3 +420,53 @@ def test_the_routing_snapshot_is_the_fabrics_links_and_ca_lids(
             assert ends and sorted(ends) == sorted(
                 (g, p, port.lid) for (g, p), port in fabric.ports.items()
                 if port.lid and fabric.nodes[g].node_type == NodeType.HCA)
+
+
+def test_path_prints_fabric_text_inert(scenario: tuple[Path, dict[str, Any], Path],
+                                       tmp_path: Path) -> None:
+    """Every spine named with a terminal escape, an RTL override and rich markup, in the
+    topology and in the tables: the hops and a loop's reason show them as text."""
+    folder, truth, _ = scenario
+    evil = "MF0;sp\x1b[2Jine{n}\u202e[bold red]x[/]:MQM8700/U1"
+    cap = truth["lft_captures"][0]
+    for name, src in (("topo.txt", folder / "topology" / "ibnetdiscover.txt"),
+                      ("lfts.txt", folder / cap["file"])):
+        text = src.read_text()
+        for n in range(1, 5):
+            text = text.replace(f"MF0;spine0{n}:MQM8700/U1", evil.format(n=n))
+        (tmp_path / name).write_text(text)
+    db = tmp_path / "evil.duckdb"
+    assert _cli(db, "ingest", "--at", truth["topology_at"], str(tmp_path / "topo.txt")
+                ).exit_code == 0
+    assert _cli(db, "ingest", "--at", cap["at"], str(tmp_path / "lfts.txt")).exit_code == 0
+    at = (_at(cap["at"]) + timedelta(seconds=5)).isoformat()
+    res = CliRunner(env={"COLUMNS": "400"}).invoke(
+        app, ["--db", str(db), "path", "node-001", "node-032", "--at", at])
+    assert res.exit_code == 0, res.output
+    assert "\x1b" not in res.stdout and "\u202e" not in res.stdout
+    assert "sp\\x1b[2Jine" in res.stdout and "[bold red]x[/]" in res.stdout
+    data = json.loads(_cli(db, "path", "node-001", "node-032", "--at", at, "--format",
+                           "json").stdout)
+    assert any("\x1b" in h["switch"] for h in data["directions"][0]["hops"])
+
+
+def test_path_takes_guids_and_hca_names(scenario: tuple[Path, dict[str, Any], Path]) -> None:
+    _, truth, db = scenario
+    at = (_at(truth["lft_captures"][0]["at"]) + timedelta(seconds=5)).isoformat()
+    with Store(db, read_only=True) as store:
+        fabric = store.latest_fabric()
+        hosts = _hosts(store)
+    assert fabric is not None
+    guid_a = hosts["node-001"][0]
+    port_b = fabric.ports[hosts["node-020"]]
+    assert port_b.port_guid is not None
+    by_name = json.loads(_cli(db, "path", "node-001", "node-020", "--at", at, "--format",
+                              "json").stdout)
+    by_guid = json.loads(_cli(db, "path", guid_a.removeprefix("0x").upper(),
+                              port_b.port_guid, "--at", at, "--format", "json").stdout)
+    described = fabric.nodes[guid_a].description
+    by_desc = json.loads(_cli(db, "path", described, "node-020", "--at", at, "--format",
+                              "json").stdout)
+    hops = [[h["guid"] for h in d["hops"]] for d in by_name["directions"]]
+    assert [[h["guid"] for h in d["hops"]] for d in by_guid["directions"]] == hops
+    assert [[h["guid"] for h in d["hops"]] for d in by_desc["directions"]] == hops
