@@ -170,7 +170,8 @@ def ingest(
     file stored). Logs may be plain or .gz (a damaged .gz is read up to the damage), rotated
     files in any order.
 
-    `--at` is when a topology or counter snapshot was taken; files ingested together share it.
+    `--at` is when a topology or counter snapshot was taken, or the forwarding tables read
+    (`--kind lfts`); files ingested together share it.
     For transceiver diagnostics it is when the module was read (default: the file's time).
     Log lines that cannot be used (NUL bytes included) are counted per reason (see
     `auditor sources`).
@@ -183,6 +184,7 @@ def ingest(
         auditor ingest --kind sacct sacct-24h.txt
         auditor ingest --kind joblog --job 4242 rank0.log
         auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
+        auditor ingest --kind lfts --at 2026-11-30T06:00:00Z dump_lfts.txt
     """
     from auditor.ingest.plan import IngestOptions, ingest_paths
     from auditor.report import views

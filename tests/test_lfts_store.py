@@ -470,3 +470,21 @@ def test_path_takes_guids_and_hca_names(scenario: tuple[Path, dict[str, Any], Pa
     hops = [[h["guid"] for h in d["hops"]] for d in by_name["directions"]]
     assert [[h["guid"] for h in d["hops"]] for d in by_guid["directions"]] == hops
     assert [[h["guid"] for h in d["hops"]] for d in by_desc["directions"]] == hops
+
+
+def test_rails_are_a_hosts_hca_ports_in_name_order() -> None:
+    from auditor.analyse.routing import host_ports
+    from auditor.models import Fabric, FabricNode, NodeType, Port
+
+    fabric = Fabric(seen_at=T0)
+    for i, dev in enumerate(("mlx5_10", "mlx5_2", "mlx5_0")):
+        guid = f"0x{i + 1:016x}"
+        fabric.nodes[guid] = FabricNode(guid, NodeType.HCA, f"gpu-07 {dev}", "gpu-07")
+        fabric.ports[(guid, 1)] = Port(guid, 1, lid=10 + i)
+    fabric.ports[("0x0000000000000009", 1)] = Port("0x0000000000000009", 1, lid=30)
+    assert host_ports(fabric, "gpu-07") == [("0x0000000000000003", 1),
+                                            ("0x0000000000000002", 1),
+                                            ("0x0000000000000001", 1)]
+    assert host_ports(fabric, "0x2") == [("0x0000000000000002", 1)]
+    assert host_ports(fabric, "gpu-07 mlx5_10") == [("0x0000000000000001", 1)]
+    assert host_ports(fabric, "gpu-08") == []

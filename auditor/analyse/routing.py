@@ -11,6 +11,7 @@ the SM lost a link (or found a better one: a link back up takes routes back).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -165,9 +166,15 @@ def host_ports(fabric: Fabric, name: str, aliases: dict[str, str] | None = None
     if not chosen:
         chosen = [n for n in hcas if host_key(n.name, n.guid, lowered, names) == wanted
                   or n.name == wanted or n.description == wanted]
-    chosen.sort(key=lambda n: (n.description, n.guid))
+    chosen.sort(key=lambda n: (_natural(n.description), n.guid))
     return [(g, port) for n in chosen for (g, port), p in sorted(fabric.ports.items())
             if g == n.guid and p.lid]
+
+
+def _natural(text: str) -> list[tuple[int, int | str]]:
+    """A sort key that puts mlx5_2 before mlx5_10."""
+    return [(0, int(part)) if part.isdigit() else (1, part)
+            for part in re.split(r"(\d+)", text) if part]
 
 
 def _guid(text: str) -> str | None:
