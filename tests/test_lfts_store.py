@@ -488,3 +488,30 @@ def test_rails_are_a_hosts_hca_ports_in_name_order() -> None:
     assert host_ports(fabric, "0x2") == [("0x0000000000000002", 1)]
     assert host_ports(fabric, "gpu-07 mlx5_10") == [("0x0000000000000001", 1)]
     assert host_ports(fabric, "gpu-08") == []
+
+
+def test_one_switchs_table_leaves_the_others_and_a_whole_dump_without_one_drops_it(
+        tmp_path: Path) -> None:
+    whole = FIXTURES / "dump_lfts/ibsim_2tier_minhop_sh_trailer.txt"
+    one = FIXTURES / "dump_lfts/ibroute_stale_unknown_node_and_type.txt"
+    tables = _stored(whole)
+    (guid,) = _stored(one)
+    text = whole.read_text()
+    # the same dump without its first switch's table (header to totals line)
+    start = text.index("Unicast lids")
+    end = text.index("valid lids dumped", start) + len("valid lids dumped")
+    dropped = tmp_path / "without_one.txt"
+    dropped.write_text(text[:start] + text[end:].lstrip("\n "))
+    gone = next(iter(parse_lfts(text).switches)).guid
+    t1, t2, t3 = T0, T0 + timedelta(minutes=1), T0 + timedelta(minutes=2)
+    with Store(tmp_path / "o.duckdb") as store:
+        ingest_files(store, [whole], kind="lfts", at=t1)
+        ingest_files(store, [one], kind="lfts", at=t2)
+        ingest_files(store, [dropped], kind="lfts", at=t3)
+        at2 = {t.guid: t.ports for t in store.lft_tables_at(t2)}
+        at3 = {t.guid for t in store.lft_tables_at(t3)}
+        lost = reroutes(store, t2, t3)
+    assert set(at2) == set(tables) and guid in tables
+    assert at3 == set(tables) - {gone}
+    assert {r.switch for r in lost} == {gone} and all(r.to == ((NO_ROUTE, r.dlids),)
+                                                      for r in lost)
