@@ -170,7 +170,8 @@ def ingest(
     file stored). Logs may be plain or .gz (a damaged .gz is read up to the damage), rotated
     files in any order.
 
-    `--at` is when a topology or counter snapshot was taken; files ingested together share it.
+    `--at` is when a topology or counter snapshot was taken, or the forwarding tables read
+    (`--kind lfts`); files ingested together share it.
     For transceiver diagnostics it is when the module was read (default: the file's time).
     Log lines that cannot be used (NUL bytes included) are counted per reason (see
     `auditor sources`).
@@ -183,6 +184,7 @@ def ingest(
         auditor ingest --kind sacct sacct-24h.txt
         auditor ingest --kind joblog --job 4242 rank0.log
         auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
+        auditor ingest --kind lfts --at 2026-11-30T06:00:00Z dump_lfts.txt
     """
     from auditor.ingest.plan import IngestOptions, ingest_paths
     from auditor.report import views
@@ -243,6 +245,49 @@ def links(
     columns = [
         "a_name", "a_port", "b_name", "b_port", "state", "width", "speed", "note"]
     _show(views.rows(rows, fmt, columns=columns, title="links"))
+
+
+@app.command()
+def path(
+    a: Annotated[str, typer.Argument(help="a host (or HCA node name, node or port GUID)",
+                                     show_default=False)],
+    b: Annotated[str, typer.Argument(help="the other host", show_default=False)],
+    rail: Annotated[int | None, typer.Option(
+        "--rail", help="which of each host's HCA ports, 0 first (in HCA name order); "
+        "default 0")] = None,
+    at: AtOpt = None,
+    since: Annotated[str, typer.Option(
+        "--since", help="how far back from --at a cable's flaps are shown: 30m, 24h, 7d")
+    ] = "24h",
+    fmt: FormatOpt = "table",
+) -> None:
+    """The route between two hosts both ways (routes are not symmetric), hop by hop, from the
+    forwarding tables stored (`ingest --kind lfts`, or a sweep's dump_lfts.sh) as they were
+    at --at: each switch, its in and out port, the cable out of it and how often that cable
+    flapped in the --since before. Traffic goes to the destination port's base LID, as NCCL's
+    does. Exit code 1 when a route does not arrive (unreachable, a loop, a dead end).
+
+    Example:
+
+    \b
+        auditor path gpu-node-07 gpu-node-42 --rail 3 --at 2026-11-30T03:12:00Z
+    """
+    from auditor.analyse.routing import PathQuery, trace
+    from auditor.report import views
+    from auditor.timeparse import parse_span
+
+    _check_format(fmt)
+    settings = _settings()
+    query = PathQuery(a, b, rail, _at(at), parse_span(since), dict(settings.aliases))
+    with _open(settings, read_only=True) as store:
+        data = trace(store, query)
+    _show(views.path(data, fmt))
+    failed = [d for d in data["directions"] if d["status"] != "ok"]
+    for d in failed:
+        typer.echo(inert(f"error: {d['from']} -> {d['to']}: {d['status']}: {d['reason']}",
+                         None), err=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -73,6 +73,13 @@ class SweepSettings:
     # mlxlink -m (or ethtool -m) on every [hosts] host. Off by default: one more command per
     # port, which a large fabric pays on every sweep.
     optics: bool = False
+    # The switches' forwarding tables (issue #23), read with dump_lfts (upstream rdma-core and
+    # Debian install it so; RHEL's rdma-core.spec as dump_lfts.sh) or dump_fts, its body: only
+    # SubnGet(LinearForwardingTable) SMPs after a fabric scan (linux-rdma/rdma-core@v44.0
+    # infiniband-diags/dump_fts.c:344, scripts/dump_lfts.sh.in:8).
+    lfts: bool = True
+    lfts_command: str = "dump_lfts"
+    lfts_args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,7 +414,8 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
     if "sweep" in data:
         top["sweep"] = SweepSettings(**_given(
             data["sweep"], base, paths=_SSH_PATHS, secrets=("password",),
-            tuples=("ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args")))
+            tuples=("ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args",
+                    "lfts_args")))
     if "switches" in data:
         top["switches"] = tuple(_switch(item, base) for item in data["switches"])
     if "concurrency" in (snmp := data.get("snmp", {})):

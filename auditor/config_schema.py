@@ -36,6 +36,8 @@ from auditor.timeparse import MAX_SPAN_DAYS, parse_span
 SNMP_AUTH_PROTOCOLS = ("MD5", "SHA", "SHA224", "SHA256", "SHA384", "SHA512")
 SNMP_PRIV_PROTOCOLS = ("DES", "3DES", "AES", "AES128", "AES192", "AES256", "AES192C", "AES256C")
 SNMP_VERSIONS = ("2c", "3")
+# The names the forwarding-table dump goes by (auditor/collect/commands.py allows the same).
+LFTS_COMMANDS = ("dump_lfts", "dump_lfts.sh", "dump_fts")
 # Link speeds `[ranking] ber_limits` / `ber_fec` may name, and the FEC opcodes NVIDIA's field
 # table has rows for (auditor/analyse/ber.py; a test holds these equal to its tables, so the
 # config is checked without importing analyse).
@@ -177,6 +179,9 @@ class SweepTable(_Table):
     sacct: bool | None = None
     sacct_since: str | None = None
     optics: bool | None = None
+    lfts: bool | None = None
+    lfts_command: Annotated[str, _one_of(LFTS_COMMANDS)] | None = None
+    lfts_args: list[str] | None = None
 
 
 class SwitchSnmpTable(_Table):

@@ -12,7 +12,10 @@ at random. Measured in one run:
   - baseline: today's footprint, each job's HCA cables plus every uplink of its leaves when it
     spans several (graph.node_links / graph.uplinks on a FabricGraph, as correlate does);
   - how many cables each footprint holds, and what reading the tables costs at ingest
-    (`dump_lfts.sh` text of this fabric written, then parsed).
+    (`dump_lfts.sh` text of this fabric written, then parsed);
+  - the routes read back from a database (`analyse.routing.routes_at`: the topology snapshot
+    and the stored tables of a capture, indexed), what `suspects` pays per window, and what
+    a capture of this fabric costs to store and takes in the database.
 
 Not a test: run it by hand or with `./run.sh bench`.
 
@@ -26,9 +29,10 @@ import json
 import os
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,9 @@ import numpy as np
 
 from auditor import graph
 from auditor.analyse.paths import PortRef, Routes
-from auditor.models import Fabric, FabricNode, NodeType
+from auditor.analyse.routing import routes_at
+from auditor.ingest.captures import stored_tables
+from auditor.models import Fabric, FabricNode, NodeType, Port
 from auditor.parse.dump_lfts import parse_dump_lfts
 from auditor.simulate.ibsim import FatTree
 from auditor.simulate.lfts import (
@@ -46,6 +52,7 @@ from auditor.simulate.lfts import (
     hca_ends,
     write_dump_lfts,
 )
+from auditor.store import SourceMeta, Store
 
 
 def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
@@ -163,6 +170,9 @@ def main() -> None:
     text = write_dump_lfts(tables, fabric_owners(tree))
     parse_s, _ = timed(lambda: parse_dump_lfts(text), repeat=1)
 
+    stored_s, store_s, read_s, given_s, db_mb = stored_routes(fabric, ends, tables, routes,
+                                                              ports)
+
     print(f"{args.jobs} failed jobs of 2-64 hosts: {pairs:,} ordered (source, destination) "
           "pairs, base LIDs")
     print(f"  index the fabric (Routes)                {index_s:7.3f} s")
@@ -188,6 +198,10 @@ def main() -> None:
           f"{statistics.median(packed_base_sizes):.0f}, {max(packed_base_sizes)}")
     print(f"  parse this fabric's dump_lfts.sh ({len(text) / 1e6:.1f} MB, "
           f"{text.count(chr(10)):,} lines)  {parse_s:7.3f} s   (ingest side, once a sweep)")
+    print(f"  routes from the database (routes_at)     {read_s:7.3f} s   (topology snapshot, "
+          f"tables, index; {given_s:.3f} s given the snapshot read already)")
+    print(f"  a capture stored                         {store_s:7.3f} s   (an unchanged one "
+          f"{stored_s:.3f} s; database {db_mb:.1f} MB with one snapshot and two captures)")
     if args.json:
         with Path(args.json).open("w", encoding="utf-8") as fh:
             json.dump({"paths_index_s": index_s, "paths_arrays_s": arrays_s,
@@ -195,9 +209,60 @@ def main() -> None:
                        "paths_one_by_one_s": walk_all_s, "paths_adaptive_s": ar_s,
                        "paths_packed_baseline_s": packed_base_s,
                        "paths_baseline_s": base_s, "paths_parse_dump_s": parse_s,
+                       "paths_routes_at_s": read_s, "paths_routes_at_given_s": given_s,
+                       "paths_store_capture_s": store_s,
                        "paths_median_links": statistics.median(sizes),
                        "baseline_median_links": statistics.median(base_sizes)}, fh, indent=1)
             fh.write("\n")
+
+
+def stored_routes(fabric: Fabric, ends: list[Any], tables: list[Any], routes: Routes,
+                  ports: list[list[PortRef]]) -> tuple[float, float, float, float, float]:
+    """(an unchanged capture's store time, the first capture's store time, `routes_at` from a
+    fresh connection (best of 3), the same given the snapshot the caller read already (as
+    `suspects` has), the database's size in MB); the routes read back are checked
+    against `routes` on a few pairs."""
+    at = datetime(2026, 11, 30, 6, tzinfo=UTC)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "paths.duckdb"
+        lids = {(e.guid, e.port): e.lid for e in ends}
+        with Store(db) as store, store.transaction():
+            sid = store.add_source(SourceMeta("ibnetdiscover", "bench", "0" * 64, "file", at,
+                                              True, 0, 0, 0))
+            store.add_nodes(sid, at, list(fabric.nodes.values()))
+            store.add_ports(sid, at, [Port(g, p, lid=lid) for (g, p), lid in lids.items()])
+            store.add_links(sid, at, fabric.links)
+            store.refresh_fabric_cache()
+        rows = stored_tables(tables)
+        times: list[float] = []
+        with Store(db) as store:
+            for k in range(2):
+                with store.transaction():
+                    sid = store.add_source(SourceMeta("lfts", "bench", f"{k}" * 64, "file",
+                                                      at, True, 0, 0, len(rows)))
+                    t = time.perf_counter()
+                    store.add_lft_capture(sid, at + timedelta(minutes=k), rows, 0)
+                    times.append(time.perf_counter() - t)
+
+        def read(given: bool) -> Routes | None:
+            with Store(db, read_only=True) as store:
+                snapshot = store.fabric(at) if given else None
+                t = time.perf_counter()
+                found = routes_at(store, at + timedelta(hours=1), snapshot)
+                (given_reads if given else reads).append(time.perf_counter() - t)
+                return found
+
+        reads: list[float] = []
+        given_reads: list[float] = []
+        for _ in range(3):
+            back = read(True)
+            back = read(False)
+        for a, b in ((0, 1), (0, len(ports) - 1), (len(ports) // 2, 3)):
+            one = back.routes(ports[a][0], ports[b][0])[0] if back is not None else None
+            if one is None or one.hops != routes.routes(ports[a][0], ports[b][0])[0].hops:
+                raise SystemExit("the routes read back differ from the ones stored")
+        size = db.stat().st_size / 1e6
+    return times[1], times[0], min(reads), min(given_reads), size
 
 
 if __name__ == "__main__":

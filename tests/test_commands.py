@@ -15,6 +15,10 @@ from auditor.ops.sweep import plan
     ["ibqueryerrors", "-k"], ["ibqueryerrors", "-K"], ["ibqueryerrors", "--clear-errors"],
     ["ibportstate", "3", "7", "disable"], ["ibclearcounters"], ["rm", "-rf", "/"],
     ["iblinkinfo", "-R"], ["sacct", "--delete"], ["ibnetdiscover", "--bogus"], [],
+    # forwarding tables: the whole fabric's unicast tables only (no address, range, -M)
+    ["dump_lfts", "-M"], ["dump_lfts.sh", "--Multicast"], ["dump_fts", "0,1,3"],
+    ["dump_lfts", "-D", "0,1"], ["dump_lfts", "3", "0x10", "0x20"], ["ibroute", "3"],
+    ["dump_lfts", "-s", "1"], ["dump_mfts"],
 ])
 def test_writes_and_unknown_commands_are_refused(argv: list[str]) -> None:
     with pytest.raises(ConfigError):
@@ -25,16 +29,25 @@ def test_every_planned_sweep_command_is_allowed() -> None:
     settings = Settings(sweep=SweepSettings(ibqueryerrors_args=("--skip-sl", "-r", "--data"),
                                             iblinkinfo_args=("--line",), sacct=True))
     steps = plan(settings)
-    assert [name for name, _ in steps] == ["ibnetdiscover", "iblinkinfo", "ibqueryerrors",
-                                           "sacct"]
+    assert [name for name, _ in steps] == ["ibnetdiscover", "dump_lfts", "iblinkinfo",
+                                           "ibqueryerrors", "sacct"]
     for _, argv in steps:
         assert check(argv) == argv
 
 
 def test_reads_with_values_are_allowed() -> None:
     for argv in (["perfquery", "-x", "3", "7"],
-                 ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-p"]):
+                 ["ibnetdiscover", "-C", "mlx5_1", "-P", "2", "-p"],
+                 ["dump_lfts", "-n", "-C", "mlx5_1", "-P", "1"], ["dump_lfts.sh", "-a"],
+                 ["dump_fts", "--no_dests", "--node-name-map", "/etc/ib-node-name-map"]):
         assert check(argv) == argv
+
+
+def test_the_sweep_reads_forwarding_tables_unless_told_not_to() -> None:
+    on = plan(Settings(sweep=SweepSettings(lfts_command="dump_lfts.sh", lfts_args=("-n",))))
+    assert ("dump_lfts", ["dump_lfts.sh", "-n"]) in on
+    off = plan(Settings(sweep=SweepSettings(lfts=False)))
+    assert "dump_lfts" not in [name for name, _ in off]
 
 
 @pytest.mark.parametrize("argv", [

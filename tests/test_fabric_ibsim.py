@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from auditor import graph
 from auditor.analyse import topology as fabric
+from auditor.analyse.routing import routes_at
 from auditor.cli import app
 from auditor.collect.runner import LocalRunner
 from auditor.config import Settings, SweepSettings
@@ -144,10 +145,23 @@ def test_sweep_runs_the_real_tools_and_keeps_captures(
         with Store(db) as store:
             result = sweep(store, settings, LocalRunner(env), at=T0)
             topo = fabric.topology(store, T0)
-    assert [c["status"] for c in result.commands] == ["ok", "ok", "ok"]
+    assert [c["status"] for c in result.commands] == ["ok", "ok", "ok", "ok"]
     assert sorted(p.name for p in result.folder.iterdir()) == [
-        "iblinkinfo.txt", "ibnetdiscover.txt", "ibqueryerrors.txt"]
+        "dump_lfts.txt", "iblinkinfo.txt", "ibnetdiscover.txt", "ibqueryerrors.txt"]
     assert (topo["switches"], topo["hcas"], topo["links"]) == (6, 8, expected_links(TREE))
+    # the forwarding tables, stored at the sweep's time: every switch's, and the routes they
+    # give between two hosts under different leaves go leaf -> spine -> leaf
+    assert [r.kind for r in result.ingested].count("lfts") == 1
+    with Store(db, read_only=True) as store:
+        assert store.lft_captures_span()[0] == 1
+        assert len(store.lft_tables_at(T0)) == 6
+        routes = routes_at(store, T0)
+        nodes = store.fabric(store.snapshot_times(T0, 1)[0]).nodes
+    assert routes is not None
+    names = {g: n.name for g, n in nodes.items()}
+    ends = {names[g]: (g, p) for g, p in routes.ends}
+    route = routes.routes(ends["gpu-node-01"], ends["gpu-node-08"])[0]
+    assert route.ok and [names[h.switch][:4] for h in route.hops] == ["leaf", "spin", "leaf"]
 
 
 def test_cli_topology_json_contract(tmp_path: Path, db: Path) -> None:

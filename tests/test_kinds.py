@@ -88,7 +88,7 @@ def test_the_families_are_the_ingesters() -> None:
 
 
 def test_an_unknown_or_parser_only_kind_is_refused_with_the_list() -> None:
-    for name in ("nope", "dump-lfts"):
+    for name in ("nope", "opensm-lfts"):
         with pytest.raises(AuditorError, match=r"use one of auto, ibnetdiscover, .*onyx-optics$"):
             plan_ingest([], name)
 

@@ -42,7 +42,9 @@ def test_sweep_over_ssh_ingests_the_fabric(tmp_path: Path, sshd: Sshd) -> None:
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["where"] == "127.0.0.1"
-    assert [c["status"] for c in out["commands"]] == ["ok", "ok", "ok"]
+    assert [(c["command"], c["status"]) for c in out["commands"]] == [
+        ("ibnetdiscover", "ok"), ("dump_lfts", "ok"), ("iblinkinfo", "ok"),
+        ("ibqueryerrors", "ok")]
     assert Path(out["captures"], "iblinkinfo.txt").read_text().count("Active/  LinkUp") == \
         2 * expected_links(TREE)
     res = CliRunner().invoke(app, ["--db", str(db), "topology", "--format", "json"])
@@ -51,6 +53,7 @@ def test_sweep_over_ssh_ingests_the_fabric(tmp_path: Path, sshd: Sshd) -> None:
     sources = json.loads(CliRunner().invoke(app, ["--db", str(db), "sources", "--format",
                                                   "json"]).output)
     assert {s["origin"] for s in sources} == {"127.0.0.1"}
+    assert "lfts" in {s["kind"] for s in sources}
 
 
 def test_unknown_host_key_is_refused_and_not_added(tmp_path: Path, sshd: Sshd) -> None:
@@ -62,7 +65,7 @@ def test_unknown_host_key_is_refused_and_not_added(tmp_path: Path, sshd: Sshd) -
                                    "sweep", "--format", "json"])
     assert res.exit_code == 1, res.output  # the host's commands failed; the sweep went on
     commands = json.loads(res.stdout)["commands"]
-    assert [c["status"] for c in commands] == ["failed"] * 3
+    assert [c["status"] for c in commands] == ["failed"] * 4  # with dump_lfts
     assert all("127.0.0.1" in c["detail"] and "not found in known_hosts" in c["detail"]
                for c in commands)
     assert known.read_text() == ""

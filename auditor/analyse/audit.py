@@ -27,9 +27,10 @@ from auditor.analyse.rank import Suspect
 if TYPE_CHECKING:
     from auditor.analyse.cohorts import Cohorts
     from auditor.analyse.outcomes import Outcomes
+    from auditor.analyse.paths import Routes
     from auditor.store.rows import DeviceStatusRow, LocationRow, TransceiverRow
 from auditor.config import OpticsSettings, OutcomesSettings
-from auditor.models import NodeType
+from auditor.models import Link, NodeType
 from auditor.store import Store
 
 HEATMAP_BINS = 24
@@ -78,12 +79,27 @@ class HoodEdge:
     b: str
     ports: tuple[int, int]  # a's port, b's port
     suspect: bool
+    jobs: tuple[str, ...] = ()  # failed jobs whose routes shown (`HoodPath`) cross it
+
+
+@dataclass(frozen=True, slots=True)
+class HoodPath:
+    """A failed job's route through a suspect link (issue #23, with forwarding tables): from
+    one of its hosts to another on one rail, the cables it crosses in order ((node, port,
+    node, port) each, from the source)."""
+
+    job_id: str
+    source: str
+    dest: str
+    rail: int
+    cables: tuple[tuple[str, int, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Neighbourhood:
     nodes: list[HoodNode]
     edges: list[HoodEdge]
+    paths: list[HoodPath] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -167,6 +183,7 @@ def audit(store: Store, since: datetime, until: datetime,
     modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
     g = graph.build_graph(ev.fabric)
     findings = [_finding(ev, g, i, s, locs, labels, modules) for i, s in enumerate(shown, 1)]
+    _job_paths(store, ev, g, findings, settings.aliases)
     if ev.watch is not None:
         for f in findings:
             f.optics = _traces(ev.watch, f.suspect.ends)
@@ -269,6 +286,86 @@ def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]
                       suspect={(k[0], k[1]), (k[2], k[3])} == suspect)
              for u, v, k in g.edges(list(nodes), keys=True) if u in nodes and v in nodes]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges)
+
+
+def _job_paths(store: Store, ev: Evidence, g: graph.FabricGraph, findings: list[Finding],
+               aliases: dict[str, str]) -> None:
+    """With forwarding tables stored: each suspect link's neighbourhood gets the routes of the
+    failed jobs blamed on it that cross it (the tables in effect when each job died), their
+    cables and nodes added to the plot."""
+    wanted = {j["job_id"] for f in findings if len(f.suspect.ends) == 2 for j in f.jobs}
+    if not wanted or not store.lft_captures_span()[0]:
+        return
+    from auditor.analyse import routing
+    from auditor.analyse.evidence import NETWORK_STATES, HostResolver
+
+    resolver = HostResolver(ev.fabric, store.host_addresses(), aliases)
+    hosts = {r["job_id"]: sorted({h for n in r["hosts"] if (h := resolver.host(n))})
+             for r in store.jobs_ended(ev.since, ev.until, NETWORK_STATES)
+             if r["job_id"] in wanted}
+    tables: dict[datetime, Routes | None] = {}
+    for f in findings:
+        cable = frozenset((e["guid"], e["port"]) for e in f.suspect.ends)
+        if len(cable) != 2 or any(p is None for _, p in cable):
+            continue
+        paths: list[HoodPath] = []
+        for job in f.jobs:
+            capture = store.lft_capture_at(job["died_at"])
+            if capture is None or len(hosts.get(job["job_id"], ())) < 2:
+                continue
+            if capture[0] not in tables:
+                tables[capture[0]] = routing.routes_at(store, job["died_at"], ev.fabric)
+            routes = tables[capture[0]]
+            if routes is None:
+                continue
+            left = routing.PATHS_SHOWN - len(paths)
+            for a, b, rail, route in routing.paths_through(routes, ev.fabric, cable,
+                                                           hosts[job["job_id"]], aliases,
+                                                           left):
+                paths.append(HoodPath(job["job_id"], a, b, rail, tuple(
+                    _cable_from(lk, hop) for lk, hop in zip(
+                        route.links, [route.source, *((h.switch, h.out_port)
+                                                      for h in route.hops)], strict=False))))
+            if len(paths) >= routing.PATHS_SHOWN:
+                break
+        if paths:
+            f.neighbourhood = _with_paths(f.neighbourhood, g, paths)
+
+
+def _cable_from(link: Link, near: tuple[str, int]) -> tuple[str, int, str, int]:
+    """A route's cable as (node, port, node, port) from the end it leaves by."""
+    a, b = (link.a_guid, link.a_port), (link.b_guid, link.b_port)
+    if b == near:
+        a, b = b, a
+    return (a[0], a[1], b[0], b[1])
+
+
+def _with_paths(hood: Neighbourhood, g: graph.FabricGraph, paths: list[HoodPath]
+                ) -> Neighbourhood:
+    """`hood` with the nodes and cables of `paths` in it, each cable naming the jobs."""
+    nodes = {n.guid: n for n in hood.nodes}
+    jobs: dict[frozenset[tuple[str, int]], list[str]] = defaultdict(list)
+    cables: dict[frozenset[tuple[str, int]], tuple[str, int, str, int]] = {}
+    for p in paths:
+        for a, pa, b, pb in p.cables:
+            key = frozenset({(a, pa), (b, pb)})
+            cables.setdefault(key, (a, pa, b, pb))
+            if p.job_id not in jobs[key]:
+                jobs[key].append(p.job_id)
+            for guid in (a, b):
+                if guid not in nodes and guid in g:
+                    data = g.nodes[guid]
+                    tier = 2 if data["node_type"] == NodeType.HCA else (
+                        1 if graph.is_leaf(g, guid) else 0)
+                    nodes[guid] = HoodNode(guid=guid, name=data["name"], tier=tier)
+    edges = []
+    for e in hood.edges:
+        key = frozenset({(e.a, e.ports[0]), (e.b, e.ports[1])})
+        edges.append(HoodEdge(e.a, e.b, e.ports, e.suspect, tuple(jobs.get(key, ()))))
+        cables.pop(key, None)
+    edges += [HoodEdge(a, b, (pa, pb), False, tuple(jobs[key]))
+              for key, (a, pa, b, pb) in cables.items() if a in nodes and b in nodes]
+    return Neighbourhood(nodes=list(nodes.values()), edges=edges, paths=paths)
 
 
 def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:

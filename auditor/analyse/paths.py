@@ -38,7 +38,7 @@ lookups and a job's whole footprint (`crossed`) is a handful of numpy gathers.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -153,8 +153,22 @@ class Routes:
 
     def __init__(self, links: Iterable[Link], tables: Iterable[SwitchLft],
                  ends: Iterable[EndPort]) -> None:
+        self._index(links, {t.guid: t for t in tables}, ends)
+
+    @classmethod
+    def from_arrays(cls, links: Iterable[Link], ends: Iterable[EndPort], switches: LftRows
+                    ) -> Routes:
+        """The same as `Routes(links, tables, ends)` from tables kept as one out-port matrix
+        (what the store reads): no per-DLID dict is built until a one-at-a-time question
+        (`route`, `widen`) asks for a switch's table, and `crossed` uses the matrix as is."""
+        self = cls.__new__(cls)
+        self._index(links, switches, ends)
+        return self
+
+    def _index(self, links: Iterable[Link], tables: Mapping[str, SwitchLft],
+               ends: Iterable[EndPort]) -> None:
         self.links: list[Link] = list(links)
-        self.tables: dict[str, SwitchLft] = {t.guid: t for t in tables}
+        self.tables: Mapping[str, SwitchLft] = tables
         self.ends: dict[PortRef, EndPort] = {(e.guid, e.port): e for e in ends}
         # each cable end -> (far end, link index)
         self.peer: dict[PortRef, tuple[PortRef, int]] = {}
@@ -167,9 +181,11 @@ class Routes:
         for ref, end in self.ends.items():
             for lid in end.lids:
                 self.owner[lid] = ref
-        for guid, table in self.tables.items():
-            if table.lid is not None:
-                self.owner[table.lid] = (guid, 0)
+        switch_lids = (tables.switch_lids() if isinstance(tables, LftRows) else
+                       ((g, t.lid) for g, t in tables.items()))
+        for guid, own in switch_lids:
+            if own is not None:
+                self.owner[own] = (guid, 0)
         self._arrays: _Arrays | None = None
         self._cabled: dict[str, list[int]] | None = None
         self._tier: dict[str, int] | None = None
@@ -505,11 +521,19 @@ class Routes:
         at, col = np.nonzero(reach)
         return at.astype(np.int64), ds[col]
 
-    def _build_arrays(self) -> _Arrays:
+    def _out_matrix(self) -> tuple[list[str], np.ndarray]:
+        """The switches in GUID order and their tables as one matrix (out[s, d]: switch s's out
+        port for DLID d), at least as wide as the highest LID owned."""
+        top = max(self.owner, default=0)
+        if isinstance(self.tables, LftRows):
+            guids, out = self.tables.guids, self.tables.out
+            if out.shape[1] <= top:
+                out = np.pad(out, ((0, 0), (0, top + 1 - out.shape[1])),
+                             constant_values=NO_ROUTE)
+            return guids, out
         guids = sorted(self.tables)
         index = {g: i for i, g in enumerate(guids)}
         rows: list[tuple[int, np.ndarray, np.ndarray]] = []
-        top = max(self.owner, default=0)
         for g, table in self.tables.items():
             if table.ports:
                 lid_keys = np.fromiter(table.ports.keys(), dtype=np.int64, count=len(table.ports))
@@ -517,11 +541,16 @@ class Routes:
                                      count=len(table.ports))
                 rows.append((index[g], lid_keys, values))
                 top = max(top, int(lid_keys.max()))
-        width = top + 1
-        count = len(guids)
-        out = np.full((count, width), NO_ROUTE, dtype=np.uint8)
+        out = np.full((len(guids), top + 1), NO_ROUTE, dtype=np.uint8)
         for row, lid_keys, values in rows:
             out[row, lid_keys] = values
+        return guids, out
+
+    def _build_arrays(self) -> _Arrays:
+        guids, out = self._out_matrix()
+        index = {g: i for i, g in enumerate(guids)}
+        width = out.shape[1]
+        count = len(guids)
         # per switch and port (256 columns: port 255, no route, is a column of -1s)
         link = np.full((count, 256), -1, dtype=np.int64)
         nxt = np.full((count, 256), -1, dtype=np.int64)
@@ -582,6 +611,50 @@ class Routes:
         arrays.up_link = link[rows, up_port]
         arrays.routable = (out == 0) | (link[rows, out] >= 0)
         return arrays
+
+
+class LftRows(Mapping[str, SwitchLft]):
+    """Switch tables kept as the rows of one out-port matrix (`out[s, d]`: switch `guids[s]`'s
+    out port for DLID d, NO_ROUTE for none), as the store holds them; a switch's SwitchLft is
+    built when first asked for (a fabric's 400 tables of 4,500 DLIDs as dicts cost more than
+    every other part of `Routes` put together)."""
+
+    def __init__(self, guids: Sequence[str], lids: Sequence[int | None],
+                 descriptions: Sequence[str], first_lids: Sequence[int],
+                 last_lids: Sequence[int], out: np.ndarray) -> None:
+        order = sorted(range(len(guids)), key=guids.__getitem__)
+        self.guids: list[str] = [guids[i] for i in order]
+        self.out: np.ndarray = out[order] if order != list(range(len(order))) else out
+        self._lids = [lids[i] for i in order]
+        self._descriptions = [descriptions[i] for i in order]
+        self._first = [first_lids[i] for i in order]
+        self._last = [last_lids[i] for i in order]
+        self._row = {g: i for i, g in enumerate(self.guids)}
+        self._built: dict[str, SwitchLft] = {}
+
+    def switch_lids(self) -> Iterable[tuple[str, int | None]]:
+        return zip(self.guids, self._lids, strict=True)
+
+    def __getitem__(self, guid: str) -> SwitchLft:
+        table = self._built.get(guid)
+        if table is None:
+            i = self._row[guid]
+            row = self.out[i, : self._last[i] + 1]
+            dlids = np.flatnonzero(row != NO_ROUTE)
+            table = SwitchLft(guid, self._lids[i], self._descriptions[i], self._first[i],
+                              self._last[i], dict(zip(dlids.tolist(), row[dlids].tolist(),
+                                                      strict=True)))
+            self._built[guid] = table
+        return table
+
+    def __contains__(self, guid: object) -> bool:
+        return guid in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.guids)
+
+    def __len__(self) -> int:
+        return len(self.guids)
 
 
 @dataclass(slots=True)

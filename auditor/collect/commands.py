@@ -29,6 +29,13 @@ _FLAGS: dict[str, frozenset[str]] = {
                                 "--details"}),
     "perfquery": frozenset({"-x", "--extended", "-X", "--xmtsl", "-S", "--rcvsl", "-a",
                             "--all_ports", "-l", "--loop_ports"}),
+    # The forwarding tables (issue #23): dump_lfts (dump_lfts.sh on RHEL) runs dump_fts, which
+    # scans the fabric and reads each switch's LFT blocks with SubnGet only (linux-rdma/
+    # rdma-core@v44.0 infiniband-diags/scripts/dump_lfts.sh.in:8, dump_fts.c:344); -a prints
+    # the no-route entries too, -n leaves out the destinations (dump_fts.c:424-430). No
+    # address or LID range: the sweep dumps every switch whole.
+    **dict.fromkeys(("dump_lfts", "dump_lfts.sh", "dump_fts"),
+                    frozenset({"-a", "--all", "-n", "--no_dests"})),
     # Slurm accounting, read only: the allocations of every user with their node lists.
     "sacct": frozenset({"-P", "--parsable2", "-a", "--allusers", "-X", "--allocations", "-D",
                         "--duplicates", "-n", "--noheader"}),
@@ -44,6 +51,9 @@ _FORBIDDEN = {
     "ibqueryerrors": frozenset({"-k", "-K", "--clear-errors", "--clear-counts"}),
     "iblinkinfo": frozenset({"-R"}),
 }
+# Reads, but of what the auditor does not parse (multicast tables).
+_UNREAD = {tool: frozenset({"-M", "--Multicast"}) for tool in ("dump_lfts", "dump_lfts.sh",
+                                                              "dump_fts")}
 
 
 # mlxlink's writes, named so the refusal says why (anything else unlisted is refused too).
@@ -103,6 +113,8 @@ def check(argv: list[str]) -> list[str]:
         arg = args[i]
         if arg in _FORBIDDEN.get(tool, frozenset()):
             raise ConfigError(f"{tool} {arg}: would write to the fabric; refused")
+        if arg in _UNREAD.get(tool, frozenset()):
+            raise ConfigError(f"{tool} {arg}: not a table the auditor reads; refused")
         if arg in _VALUED:
             i += 2
             continue

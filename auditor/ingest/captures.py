@@ -6,10 +6,13 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+
+import numpy as np
 
 from auditor.errors import AuditorError, ParseError
 from auditor.ingest import guid_clashes, kinds
@@ -23,13 +26,16 @@ from auditor.ingest.common import (
 )
 from auditor.models import (
     LID_KEY_PREFIX,
+    NO_ROUTE,
     CounterSample,
     CounterTable,
     FabricNode,
+    ForwardingTables,
     Link,
     Node,
     NodeType,
     Port,
+    SwitchLft,
     Topology,
     duplicated_guid,
 )
@@ -37,6 +43,7 @@ from auditor.parse._common import DESCRIPTION_MAX
 from auditor.parse.nodedesc import describe, parse_node_name_map
 from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store, utc_naive
+from auditor.store.lfts import StoredLft
 
 KINDS = ("auto", *kinds.names("captures"))
 
@@ -49,6 +56,7 @@ class _Parsed:
     lines: int
     topology: Topology | None = None
     counters: list[CounterSample] | CounterTable | None = None
+    lfts: ForwardingTables | None = None
     options: str | None = None
     not_utf8: list[tuple[int, str]] = field(default_factory=list)  # (line number, line as read)
 
@@ -104,13 +112,16 @@ def parse_file(path: Path, kind: str) -> _Parsed:
     if not text or text.isspace():  # (not text.strip(): that copies the text)
         raise AuditorError(f"{path}:1: empty file, nothing to ingest")
     try:
-        result: Topology | list[CounterSample] | CounterTable = entry.call(text, {})
+        result: Topology | list[CounterSample] | CounterTable | ForwardingTables = entry.call(
+            text, {})
     except ParseError as exc:
         raise exc.with_source(str(path)) from None
     parsed = _Parsed(str(path), kind, digest, text.count("\n") + (not text.endswith("\n")),
                      not_utf8=not_utf8)
     if isinstance(result, Topology):
         parsed.topology = result
+    elif isinstance(result, ForwardingTables):
+        parsed.lfts = result
     else:
         parsed.counters = result
     return parsed
@@ -240,7 +251,7 @@ def ingest_files(
     moment = at or now or datetime.now().astimezone()
     parsed = [parse_file(p, kind) for p in paths]
     # Topology captures first, ibnetdiscover before iblinkinfo: they name what the others refer to.
-    order = {"ibnetdiscover": 0, "iblinkinfo": 1, "perfquery": 2, "ibqueryerrors": 2}
+    order = {"ibnetdiscover": 0, "iblinkinfo": 1, "perfquery": 2, "ibqueryerrors": 2, "lfts": 3}
     parsed.sort(key=lambda p: order[p.kind])
     results: list[IngestResult] = []
     ident = _Identity()
@@ -248,7 +259,7 @@ def ingest_files(
         ident.learn(port_guid, None, guid, port)
     # Only ibqueryerrors names every port by a GUID: for it, reading the 24,576 LIDs of a
     # 12,288-link fabric took 10 ms for nothing (#13).
-    if any(item.kind != "ibqueryerrors" for item in parsed):
+    if any(item.kind not in ("ibqueryerrors", "lfts") for item in parsed):
         for lid, guid in store.lid_owners(moment):
             ident.by_lid.setdefault(lid, guid)
     seen: set[str] = set()
@@ -282,6 +293,15 @@ def ingest_files(
                 store.add_issues(sid, issues)
                 result.warnings += warnings
                 snapshot_source = snapshot_source or sid
+            elif item.lfts is not None:
+                result.records = len(item.lfts.switches)
+                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
+                store.add_lft_capture(sid, moment, stored_tables(item.lfts.switches),
+                                      lmc_of(item.lfts))
+                if item.lfts.cut:
+                    why = f"node description over {DESCRIPTION_MAX} characters (cut)"
+                    store.add_issues(sid, [(why, len(item.lfts.cut), *item.lfts.cut[0])])
+                    result.warnings.append(f"{len(item.lfts.cut)} line(s): {why}")
             else:
                 table = _counter_table(item.counters or [], ident, item.path)
                 result.records = len(table.names)
@@ -300,6 +320,31 @@ def ingest_files(
             place_unmapped_events(store, moment, aliases)
             store.refresh_fabric_cache()
     return results
+
+
+def stored_tables(tables: Sequence[SwitchLft]) -> list[StoredLft]:
+    """Each table as the store keeps it: one out-port byte per DLID from 0 to its last (255:
+    no route), and a digest of what routes by it (LID, range, out ports; not the description)."""
+    out = []
+    for t in tables:
+        row = np.full(t.last_lid + 1, NO_ROUTE, dtype=np.uint8)
+        if t.ports:
+            row[np.fromiter(t.ports.keys(), dtype=np.int64, count=len(t.ports))] = np.fromiter(
+                t.ports.values(), dtype=np.uint8, count=len(t.ports))
+        blob = row.tobytes()
+        digest = hashlib.sha256(f"{t.lid}|{t.first_lid}|{t.last_lid}|".encode() + blob)
+        out.append(StoredLft(t.guid, t.lid, t.description, t.first_lid, t.last_lid,
+                             digest.hexdigest()[:32], blob))
+    return out
+
+
+def lmc_of(tables: ForwardingTables) -> int:
+    """The LMC the capture's owners show for CA and router ports (a `path #2 out of 2` line:
+    2 LIDs a port, LMC 1); 0 when it names no owners (`-n`). opensm gives every CA port the
+    same LMC (its `lmc` option)."""
+    widest = max((o.count for o in tables.owners.values() if o.node_type != NodeType.SWITCH),
+                 default=1)
+    return max(widest, 1).bit_length() - 1
 
 
 def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int) -> SourceMeta:

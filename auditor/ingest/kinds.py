@@ -117,6 +117,13 @@ KINDS: tuple[Kind, ...] = (
          "port counters: ibqueryerrors [--data]", "ibqueryerrors", options=("names",),
          comment="## Summary:", signs=(Sign(r"^(Errors for (0x|\")|## Summary:)"),),
          fixture_parse="auditor.parse.ibqueryerrors:parse_ibqueryerrors"),
+    # forwarding tables (issue #23): dump_lfts.sh / ibroute, opensm-lfts.dump and opensm.fdbs,
+    # each told by its first line (auditor.parse.lfts); the fixtures of the last two are their
+    # parsers' own kinds below
+    Kind("lfts", "captures", "auditor.parse.lfts:parse_lfts",
+         "forwarding tables: dump_lfts.sh, ibroute", "dump_lfts",
+         expect="tables", fixture_parse="auditor.parse.dump_lfts:parse_dump_lfts",
+         signs=(Sign(r"^(Unicast lids \[|dump_ucast_routes: Switch 0x)"),)),
     # logs: port events, each file scanned for its prefilter's lines
     Kind("syslog", "logs", "auditor.parse.syslog:parse_syslog_lines",
          "switch syslog (RFC 3164, 3339, 5424)", "syslog", expect="events",
@@ -209,8 +216,6 @@ KINDS: tuple[Kind, ...] = (
          "Onyx show interfaces ib status (switch sweep)", "onyx_interfaces_ib_status"),
     Kind("onyx-transceiver", None, "auditor.parse.onyx:parse_transceivers",
          "Onyx show interfaces ib <port> transceiver (switch sweep)", "onyx_transceiver"),
-    Kind("dump-lfts", None, "auditor.parse.dump_lfts:parse_dump_lfts",
-         "forwarding tables: dump_lfts.sh, ibroute (#23)", "dump_lfts", expect="tables"),
     Kind("opensm-lfts", None, "auditor.parse.opensm_lfts:parse_opensm_lfts",
          "forwarding tables: opensm-lfts.dump (#23)", "opensm_lfts", expect="tables"),
     Kind("opensm-fdbs", None, "auditor.parse.opensm_lfts:parse_opensm_fdbs",
@@ -235,7 +240,7 @@ KINDS: tuple[Kind, ...] = (
 # order their signs are tried; a kind named twice has two signs, tried in turn. Captures and
 # jobs try each sign on the lines their family reads, optics and logs each line with every sign.
 AUTO_ORDER: tuple[tuple[Family, tuple[str, ...]], ...] = (
-    ("captures", ("ibnetdiscover", "iblinkinfo", "perfquery", "ibqueryerrors")),
+    ("captures", ("ibnetdiscover", "iblinkinfo", "perfquery", "ibqueryerrors", "lfts")),
     # Before the job kinds: a module's `Identifier : 0x11 (QSFP28)` is no site file. First
     # the command lines, then the formats' own first fields.
     ("optics", ("ethtool-module", "mlxlink-module", "onyx-optics",

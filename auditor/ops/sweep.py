@@ -33,6 +33,10 @@ def _ok(name: str, result: CommandResult) -> bool:
     # ibqueryerrors exits 1 when it found errors; that is a successful read. Without an SA to
     # ask (no --skip-sl and no SM daemon) it prints nothing and still exits 0: a failure.
     codes = (0, 1) if name == "ibqueryerrors" else (0,)
+    if name == "dump_lfts":
+        # dump_lfts.sh exits with its trailer's `echo`, 0 even when dump_fts failed
+        # (rdma-core@v44.0 infiniband-diags/scripts/dump_lfts.sh.in:8-12): a table or nothing.
+        return result.exit_code == 0 and "Unicast lids [" in result.stdout
     return result.exit_code in codes and bool(result.stdout.strip())
 
 
@@ -42,8 +46,11 @@ SACCT_FORMAT = ("--format=JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,
 
 def plan(settings: Settings) -> list[tuple[str, list[str]]]:
     s = settings.sweep
-    steps = [
-        ("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args]),
+    steps = [("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args])]
+    if s.lfts:
+        # right after the topology it is read against: the SM may reroute at any moment
+        steps.append(("dump_lfts", [s.lfts_command, *s.lfts_args]))
+    steps += [
         ("iblinkinfo", ["iblinkinfo", *s.iblinkinfo_args]),
         ("ibqueryerrors", ["ibqueryerrors", *s.ibqueryerrors_args]),
     ]
@@ -75,11 +82,20 @@ def sweep(store: Store, settings: Settings, runner: Runner,
             first = (out.stderr.strip().splitlines() or ["no output"])[0][:200]
             result.commands.append({"command": name, "status": "failed",
                                     "detail": f"exit {out.exit_code}: {first}"})
-    fabric_files = [f for f in files if f.stem != "sacct"]
+    fabric_files = [f for f in files if f.stem not in ("sacct", "dump_lfts")]
     if fabric_files:
         result.ingested = ingest_files(store, fabric_files, at=moment, origin=runner.where,
                                        node_names=node_names, aliases=settings.aliases)
-    if len(fabric_files) < len(files):
+    # The forwarding tables on their own: a table the parser refuses must not cost the sweep
+    # its topology and counters.
+    for lfts in (f for f in files if f.stem == "dump_lfts"):
+        try:
+            result.ingested += ingest_files(store, [lfts], kind="lfts", at=moment,
+                                            origin=runner.where)
+        except AuditorError as exc:
+            result.commands.append({"command": "ingest dump_lfts", "status": "failed",
+                                    "detail": str(exc)[:200]})
+    if any(f.stem == "sacct" for f in files):
         from zoneinfo import ZoneInfo
 
         from auditor.ingest.jobs import JobOptions, ingest_job_files

@@ -76,7 +76,9 @@ def _neighbourhood(hood: Neighbourhood) -> document.Neighbourhood:
         "nodes": [{"id": n.guid, "name": n.name, "kind": "hca" if n.tier == 2 else "switch",
                    "tier": n.tier} for n in hood.nodes],
         "edges": [{"a": e.a, "b": e.b, "label": f"{e.ports[0]}-{e.ports[1]}",
-                   "suspect": e.suspect} for e in hood.edges],
+                   "suspect": e.suspect, "jobs": list(e.jobs)} for e in hood.edges],
+        "paths": [{"job_id": p.job_id, "source": p.source, "dest": p.dest, "rail": p.rail,
+                   "edges": [[a, b] for a, _, b, _ in p.cables]} for p in hood.paths],
     }
 
 

@@ -110,11 +110,23 @@ class HoodEdge(TypedDict):
     b: str
     label: str  # "<a's port>-<b's port>"
     suspect: bool
+    jobs: list[str]  # failed jobs whose routes (`paths`) cross it; [] without tables
+
+
+class HoodPath(TypedDict):
+    """A failed job's route through the suspect link, from the forwarding tables (#23)."""
+
+    job_id: str
+    source: str  # host names
+    dest: str
+    rail: int
+    edges: list[list[str]]  # the cables it crosses in order: [from node id, to node id]
 
 
 class Neighbourhood(TypedDict):
     nodes: list[HoodNode]
     edges: list[HoodEdge]
+    paths: list[HoodPath]  # [] when no forwarding tables are stored
 
 
 class HeatmapRow(TypedDict):

@@ -31,6 +31,7 @@ _STILL_DOWN = "#b3261e"
 _JOB = "#1f4e9c"
 _EDGE = "#9aa0a6"
 _SUSPECT = "#d93025"
+_PATH = "#f29900"  # the failed jobs' routes through the suspect
 _SWITCH = "#5f6368"
 _HCA = "#1a73e8"
 
@@ -260,6 +261,7 @@ def _view(report: document.Report, top_n: int) -> dict[str, Any]:
             "timeline_svg": _timeline_svg(timeline, since, until, f"tl{n}", name)
             if timeline is not None and until > since else None,
             "hood_svg": hood_plot[0] if hood_plot else None,
+            "hood_paths": len(hood.get("paths", [])) if hood is not None else 0,
             "hood_wide": bool(hood_plot and hood_plot[1]),
             "trends": _trend_cards(report.get("optics_trends", {}).get(str(rep["priority"]),
                                                                        []), f"tr{n}"),
@@ -536,16 +538,18 @@ def _neighbourhood_svg(hood: document.Neighbourhood, uid: str,
          "tier": n["tier"]} for n in hood["nodes"]]
     edges: list[dict[str, Any]] = [
         {"a": _str(e["a"]), "b": _str(e["b"]), "label": _str(e["label"]),
-         "suspect": e["suspect"]} for e in hood["edges"]]
+         "suspect": e["suspect"], "path": bool(e.get("jobs"))} for e in hood["edges"]]
     if not nodes:
         return None
     ends = {x for e in edges if e["suspect"] for x in (e["a"], e["b"])}
+    # the failed jobs' routes through the suspect (forwarding tables, #23): kept in the plot
+    on_path = {x for e in edges if e["path"] for x in (e["a"], e["b"])}
     # A leaf with 40 hosts is unreadable: keep the suspect's ends and a bounded crowd per tier.
     cut: dict[int, int] = {}
     kept: list[dict[str, Any]] = []
     for tier in sorted({n["tier"] for n in nodes}):
         members = [n for n in nodes if n["tier"] == tier]
-        members.sort(key=lambda n: (n["id"] not in ends, n["name"]))
+        members.sort(key=lambda n: (n["id"] not in ends, n["id"] not in on_path, n["name"]))
         kept += members[:_MAX_TIER_NODES]
         if len(members) > _MAX_TIER_NODES:
             cut[tier] = len(members) - _MAX_TIER_NODES
@@ -577,12 +581,13 @@ def _neighbourhood_svg(hood: document.Neighbourhood, uid: str,
 
     c = svg.Canvas(uid)
     edges = sorted((e for e in edges if e["a"] in pos and e["b"] in pos),
-                   key=lambda e: e["suspect"])  # the suspect drawn last, on top
+                   key=lambda e: (e["suspect"], e["path"]))  # the suspect drawn last, on top
     for e in edges:
         (xa, ya), (xb, yb) = at(e["a"]), at(e["b"])
-        c.line(xa, ya, xb, yb, stroke=_SUSPECT if e["suspect"] else _EDGE,
-               stroke_width=3.0 if e["suspect"] else 0.9,
-               stroke_linecap="round" if e["suspect"] else None)
+        c.line(xa, ya, xb, yb,
+               stroke=_SUSPECT if e["suspect"] else _PATH if e["path"] else _EDGE,
+               stroke_width=3.0 if e["suspect"] else 2.0 if e["path"] else 0.9,
+               stroke_linecap="round" if e["suspect"] or e["path"] else None)
     for e in edges:
         # Other edges' port labels only while few: on a fan of 8 they run into each other.
         if e["label"] and (e["suspect"] or len(edges) <= 4):

@@ -218,3 +218,36 @@ def fleet(data: dict[str, Any], fmt: str) -> list[str]:
 
 __all__ = ["COHORT_COLUMNS", "OUTCOME_COLUMNS", "WATCH_COLUMNS", "counters", "flaps", "fleet",
            "outcomes", "rows", "sources", "suspects", "sweep", "topology", "watch_list"]
+
+
+def path(data: dict[str, Any], fmt: str) -> list[str]:
+    """`auditor path`: each direction's hops (switch, in and out port, the cable out of it and
+    its flaps in the window), one table a direction; JSON as it came."""
+    if fmt == "json":
+        return [to_json(data)]
+    out: list[str] = []
+    for d in data["directions"]:
+        rows = [{
+            "from": d["from"], "to": d["to"], "hop": i, "switch": h["switch"],
+            "in port": "" if h["in_port"] is None else h["in_port"],
+            "out port": h["out_port"],
+            "link": "" if h["link"] is None else " <-> ".join(
+                _label_end(e) for e in h["link"]["ends"]),
+            "flaps": "" if h["link"] is None else h["link"]["flaps"],
+            "last down": "" if h["link"] is None else h["link"]["last_down"] or "",
+        } for i, h in enumerate(d["hops"])]
+        if fmt == "csv":
+            out.append(render_rows(rows, "csv"))
+            continue
+        status = "" if d["status"] == "ok" else f": {d['status'].upper()}, {d['reason']}"
+        title = (f"{inert(d['from'], NAME_MAX)} -> {inert(d['to'], NAME_MAX)} (DLID "
+                 f"{d['dlid']}){inert(status, NOTE_MAX)}")
+        out.append(render_rows(rows, "table", title=title,
+                               columns=["hop", "switch", "in port", "out port", "link",
+                                        "flaps", "last down"]))
+    if fmt == "table":
+        stamp = "%Y-%m-%d %H:%M:%S"
+        out.append(f"tables captured {data['tables_at']:{stamp}}, topology "
+                   f"{data['topology_at']:{stamp}} UTC; flaps {data['since']:{stamp}} .. "
+                   f"{data['until']:{stamp}} UTC")
+    return out

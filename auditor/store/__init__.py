@@ -4,7 +4,8 @@ Every statement lives in queries/<name>.sql. Times are stored as naive UTC times
 is one connection (connection.py: opening, migrations, transactions, background reads) with
 the queries of each subject as a mixin: sources, topology, fabric_cache (the snapshots' reads
 and the newest one kept ready), events, counters, jobs, hosts, switches, optics, inventory,
-outcomes, exports. columns.py batches rows as numpy columns for the writers; rows.py types the
+outcomes, exports, lfts (the forwarding tables). columns.py batches rows as numpy columns for
+the writers; rows.py types the
 rows the queries return; meta.py holds what an ingest says about a file (SourceMeta,
 JobLogMeta).
 """
@@ -20,6 +21,7 @@ from auditor.store.exports import ExportQueries, literal_path
 from auditor.store.hosts import HostQueries
 from auditor.store.inventory import InventoryQueries
 from auditor.store.jobs import JobQueries
+from auditor.store.lfts import LftQueries
 from auditor.store.optics import OpticsQueries
 from auditor.store.outcomes import OutcomeQueries
 from auditor.store.sources import SourceQueries
@@ -43,7 +45,7 @@ __all__ = ["JobLogMeta", "Placement", "SourceMeta", "Store", "literal_path", "ut
 
 class Store(SourceQueries, TopologyQueries, EventQueries, CounterQueries, JobQueries,
             HostQueries, SwitchQueries, OpticsQueries, InventoryQueries, OutcomeQueries,
-            ExportQueries):
+            ExportQueries, LftQueries):
     """One DuckDB file. Open it, use it, close it (or use it as a context manager).
 
     A file another process holds (DuckDB: one writer, or many readers) is retried for

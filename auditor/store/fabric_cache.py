@@ -248,6 +248,24 @@ class FabricCache(Connection):
             at, prev) else self.run("fabric_links_changed", seen_at=at, prev_at=prev)
         return [Link(*row) for row in rows]
 
+    def routing_snapshot(self, seen_at: datetime
+                         ) -> tuple[list[Link], list[tuple[str, int, int]]]:
+        """What routes need of the snapshot taken at `seen_at` (issue #23): its links, and
+        (node GUID, port, LID) of its CA and router ports with a LID; from the cached columns
+        when it is the newest (the whole fabric's objects cost 4x as much at 4,096 hosts)."""
+        at = utc_naive(seen_at)
+        cached = self._fabric_cache()
+        if cached is not None and cached.seen_at == at:
+            ends_types = {NodeType.HCA.value, NodeType.ROUTER.value}
+            ends = {g for g, t in zip(cached.nodes[0], cached.nodes[1], strict=True)
+                    if t in ends_types}
+            guids, ports, lids = cached.ports[0], cached.ports[1], cached.ports[3]
+            return list(map(Link, *cached.links)), [
+                (g, p, lid) for g, p, lid in zip(guids, ports, lids, strict=True)
+                if lid and g in ends]
+        return ([Link(*row) for row in self.run("fabric_links", seen_at=at)],
+                [(r[0], r[1], r[2]) for r in self.run("lft_end_lids", seen_at=at)])
+
     def port_peers(self, until: datetime) -> dict[tuple[str, int], tuple[str, int]]:
         """Every port that ever carried a link up to `until`: its last peer."""
         at = utc_naive(until)
