@@ -11,7 +11,7 @@ the same in every output (tests/test_pipeline.py holds them equal with non-defau
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.correlate import gather
@@ -55,9 +55,24 @@ class Ranking:
         return as_json(self.evidence, self.suspects, limit)
 
 
-def route_book(store: Store, adaptive: bool) -> RouteBook | None:
-    """The fabric's stored forwarding-table captures (issue #23); None without any."""
-    return None
+# A failed job's fault may lie before the window (its run began earlier): the routes in effect
+# this long before `since` are read too.
+ROUTES_BEFORE = timedelta(days=2)
+
+
+def route_book(store: Store, since: datetime, until: datetime, adaptive: bool
+               ) -> RouteBook | None:
+    """The forwarding tables in effect over [since - ROUTES_BEFORE, until] (issue #23): the
+    capture in effect at its start and each later one that changed a table, loaded when the
+    correlation first asks; None when no tables were stored by `until`."""
+    from auditor.analyse.routing import routes_at
+
+    start = since - ROUTES_BEFORE
+    first = store.lft_capture_at(start)
+    captures = ([first[0]] if first else []) + store.lft_route_changes(start, until)
+    if not captures:
+        return None
+    return RouteBook(captures, lambda at: routes_at(store, at), adaptive=adaptive)
 
 
 def rank_window(store: Store, since: datetime, until: datetime,
@@ -67,7 +82,7 @@ def rank_window(store: Store, since: datetime, until: datetime,
     when the learned weights are on."""
     settings = settings or RankSettings()
     evidence = gather(store, since, until, settings.ranking, aliases=settings.aliases,
-                      book=route_book(store, settings.ranking.adaptive_routing))
+                      book=route_book(store, since, until, settings.ranking.adaptive_routing))
     suspects = rank(evidence, settings.ranking)
     judged: Outcomes | None = None
     if judge or settings.outcomes.learned_weights:

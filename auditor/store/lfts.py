@@ -91,6 +91,11 @@ class LftQueries(Connection):
         return [r[0] for r in self.run("lft_capture_times", since=utc_naive(since),
                                        until=utc_naive(until))]
 
+    def lft_route_changes(self, since: datetime, until: datetime) -> list[datetime]:
+        """The capture times in (since, until] at which some switch's table changed."""
+        return [r[0] for r in self.run("lft_route_changes", since=utc_naive(since),
+                                       until=utc_naive(until))]
+
     def lft_tables_at(self, at: datetime) -> list[StoredLft]:
         """Each switch's table in effect at `at` (no digest: "" here); not the switches the
         newest whole-fabric capture did not have."""
