@@ -79,3 +79,33 @@ def test_crossing_jobs_clear_harmless_uplinks_from_the_routes(
     for link in set(uplinks) - crossed:
         assert "forwarding tables" not in found[True].get(link, "")
 
+
+
+def test_a_reroute_names_the_subnet_manager_among_the_flaps_sources(
+        scenario: tuple[Path, Path, dict[str, Any]]) -> None:
+    with_db, without_db, truth = scenario
+    since, until = _window(truth)
+    # the reroutes a capture saw while the link was down (the first capture lists them)
+    seen = {r["link"] for r in truth["reroutes"] if r["captures"]}
+    assert seen
+    named: dict[bool, set[str]] = {}
+    for tables, db in ((True, with_db), (False, without_db)):
+        with Store(db, read_only=True) as store:
+            ranking = rank_window(store, since, until)
+        named[tables] = {
+            "=".join(sorted(f"{e['name']}:{e['port']}" for e in s["ends"]))
+            for s in ranking.as_json()["suspects"]
+            if any("sm reroute" in line for line in s["evidence"])}
+    suspects = _suspect_links(with_db, truth)
+    rerouted = {"=".join(sorted(link.split("="))) for link in seen}
+    # every rerouted link the ranking lists says the SM saw it go; without tables none does
+    assert rerouted & suspects and rerouted & suspects <= named[True]
+    assert not named[False]
+
+
+def _suspect_links(db: Path, truth: dict[str, Any]) -> set[str]:
+    since, until = _window(truth)
+    with Store(db, read_only=True) as store:
+        out = rank_window(store, since, until).as_json()
+    return {"=".join(sorted(f"{e['name']}:{e['port']}" for e in s["ends"]))
+            for s in out["suspects"] if s["component"] not in ("switch", "host")}

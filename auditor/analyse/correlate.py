@@ -45,7 +45,7 @@ from auditor.analyse.evidence import (
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, flaps
 from auditor.analyse.optics import watch_list
-from auditor.analyse.routed import RouteBook, ar_alternatives
+from auditor.analyse.routed import RouteBook, ar_alternatives, emptied_ports
 from auditor.analyse.survivors import lived_through
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
@@ -306,6 +306,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     steps = [d for d in steps if not (d["reset"] and (d["guid"], d["port"]) in rails.host_of)]
     all_flaps = flaps(store, look_from, until, peers, events,
                       [d for d in steps if d["counter"] == "LinkDownedCounter"])
+    if book:
+        _reroutes_seen(store, all_flaps, peers, look_from, until)
     windows = _maintenance_targets(maintenance, fabric)
 
     maint = {id(f) for f in all_flaps if _in_maintenance(f, windows)}
@@ -443,6 +445,32 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
                     _host_coverage(rails, facts, links, fabric))
+
+
+REROUTE_SOURCE = "sm reroute"
+
+
+def _reroutes_seen(store: Store, all_flaps: list[Flap], peers: dict[PortKey, PortKey],
+                   since: datetime, until: datetime) -> None:
+    """Name the subnet manager among a flap's sources when a forwarding-table capture taken
+    while the link was down shows a switch that sent no DLID out of its port any more (issue
+    #23: a reroute is the SM's own record that the link went)."""
+    seen: dict[LinkKey, list[datetime]] = defaultdict(list)
+    for change in store.lft_changes(since, until):
+        if change.prev_ports is None:
+            continue
+        for port in emptied_ports(change.prev_ports, change.ports):
+            peer = peers.get((change.guid, port))
+            if peer is not None:
+                seen[link_of([(change.guid, port), peer])].append(change.at)
+    if not seen:
+        return
+    for f in all_flaps:
+        if f.down_at is None or f.counted_from is not None:
+            continue
+        end = f.up_at or until
+        if any(f.down_at <= at <= end for at in seen.get(link_of(f.ends), ())):
+            f.sources.add(REROUTE_SOURCE)
 
 
 def _host_coverage(rails: hosts.Rails, facts: hosts.HostFacts,

@@ -35,10 +35,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
+import numpy as np
+
 from auditor import graph
 from auditor.analyse.evidence import link_of
 from auditor.analyse.paths import PortRef, Routes
-from auditor.models import LinkKey, NodeType
+from auditor.models import NO_ROUTE, LinkKey, NodeType
 
 # A night's jobs share hosts and rails: their crossings are asked for again and again.
 _CACHE_MAX = 1 << 16
@@ -144,6 +146,16 @@ def ar_alternatives(link: LinkKey, g: graph.FabricGraph, routes: Routes | None) 
     return max(0, len(graph.uplinks(g, leaves[0])) - 1) if len(leaves) == 1 else 0
 
 
+def emptied_ports(old: bytes, new: bytes) -> list[int]:
+    """The out ports a switch's table sent some DLIDs to before and none now: where the
+    subnet manager lost a link (a link coming back takes only part of the others' routes back,
+    so the ports it relieves keep some)."""
+    a = np.frombuffer(old, dtype=np.uint8)
+    b = np.frombuffer(new, dtype=np.uint8)
+    before = set(np.unique(a).tolist()) - {0, NO_ROUTE}
+    return sorted(before - set(np.unique(b).tolist()))
+
+
 def by_rail(ports: Iterable[tuple[PortRef, str | None]]) -> list[list[PortRef]]:
     """HCA ports grouped by their device name (the rail; None: one group of unnamed ones)."""
     groups: dict[str | None, list[PortRef]] = defaultdict(list)
@@ -152,4 +164,4 @@ def by_rail(ports: Iterable[tuple[PortRef, str | None]]) -> list[list[PortRef]]:
     return [groups[d] for d in sorted(groups, key=lambda d: d or "")]
 
 
-__all__ = ["RouteBook", "ar_alternatives", "by_rail"]
+__all__ = ["RouteBook", "ar_alternatives", "by_rail", "emptied_ports"]
