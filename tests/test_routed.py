@@ -70,7 +70,7 @@ def _both_ways(routes: Routes, a: PortRef, b: PortRef) -> set[LinkKey]:
 
 def test_the_capture_in_effect_is_the_latest_at_or_before() -> None:
     shots = [T0 + timedelta(minutes=m) for m in (10, 0, 20)]
-    book = RouteBook(shots, lambda at: None)
+    book = RouteBook(shots, lambda at, shared: None)
     assert book.captures == sorted(shots)
     assert book.capture_at(T0 - timedelta(seconds=1)) is None
     assert book.capture_at(T0 + timedelta(minutes=15)) == T0 + timedelta(minutes=10)
@@ -78,11 +78,11 @@ def test_the_capture_in_effect_is_the_latest_at_or_before() -> None:
     # a fault between minute 5 and 12: the capture of minute 0 and the reroute of minute 10
     assert book.captures_during(T0 + timedelta(minutes=5), T0 + timedelta(minutes=12)) == [
         T0, T0 + timedelta(minutes=10)]
-    assert not RouteBook([], lambda at: None)
+    assert not RouteBook([], lambda at, shared: None)
 
 
 def test_crossed_is_every_link_of_both_directions(routes: Routes) -> None:
-    book = RouteBook([T0], lambda at: routes)
+    book = RouteBook([T0], lambda at, shared: routes)
     a, b = _port(routes, 0), _port(routes, 5)  # under leaves 1 and 2
     found = book.crossed(T0, [a, b])
     assert found is not None and set(found) == _both_ways(routes, a, b)
@@ -94,7 +94,7 @@ def test_crossed_is_every_link_of_both_directions(routes: Routes) -> None:
 
 
 def test_no_capture_in_effect_means_no_answer(routes: Routes) -> None:
-    book = RouteBook([T0], lambda at: routes)
+    book = RouteBook([T0], lambda at, shared: routes)
     before = T0 - timedelta(hours=1)
     assert book.crossed_during(before, before, [[_port(routes, 0), _port(routes, 5)]]) is None
 
@@ -128,7 +128,7 @@ def test_footprint_takes_the_uplinks_on_the_routes_not_every_uplink(
     without = _footprint(_footprints(fabric, routes, flapped, None), guids, lo, hi)
     assert uplinks <= without  # every uplink of both leaves may have carried it
 
-    book = RouteBook([T0 - timedelta(hours=1)], lambda at: routes)
+    book = RouteBook([T0 - timedelta(hours=1)], lambda at, shared: routes)
     with_tables = _footprint(_footprints(fabric, routes, flapped, book), guids, lo, hi)
     assert with_tables == crossed
 
@@ -139,7 +139,7 @@ def test_an_nccl_pair_votes_for_its_routes_both_ways(fabric: Fabric, routes: Rou
     error = {"host": host_a, "peer": host_b, "hca": "mlx5_0", "kind": "retry_exceeded",
              "event_at": T0, "is_first": True, "not_before": None, "not_after": None}
     lo, hi = T0 - timedelta(minutes=1), T0 + timedelta(minutes=1)
-    book = RouteBook([T0 - timedelta(hours=1)], lambda at: routes)
+    book = RouteBook([T0 - timedelta(hours=1)], lambda at, shared: routes)
     fp = _footprints(fabric, routes, [], book)
     paths = pair_paths(fp, [error], lo, hi)  # type: ignore[list-item]
     assert [set(p) for p in paths] == [_both_ways(routes, a, b)]
@@ -158,7 +158,7 @@ def test_adaptive_routing_alternatives(fabric: Fabric, routes: Routes) -> None:
     assert ar_alternatives(cable, g, routes) == 0  # a host cable: no other way
     assert ar_alternatives(uplink, g, routes) == 3  # 4 spines: 3 other up ports
     assert ar_alternatives(uplink, g, None) == 3  # the graph knows a leaf's uplinks too
-    widened = RouteBook([T0], lambda at: routes, adaptive=True).crossed(
+    widened = RouteBook([T0], lambda at, shared: routes, adaptive=True).crossed(
         T0, [a, _port(routes, 5)])
     assert widened is not None and len(widened) > len(_both_ways(routes, a, _port(routes, 5)))
 

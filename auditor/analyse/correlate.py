@@ -292,6 +292,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     pending_ended = store.in_background(
         lambda s: s.jobs_ended(since, until, NETWORK_STATES | {"OUT_OF_MEMORY"}))
     fabric = store.fabric(times[0])
+    if book:
+        book.shared = (times[0], fabric)
     g = graph.build_graph(fabric)
     names = store.node_names()
     peers = store.port_peers(until)

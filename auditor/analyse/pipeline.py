@@ -22,7 +22,9 @@ from auditor.config import OutcomesSettings, RankingSettings
 
 if TYPE_CHECKING:
     from auditor.analyse.outcomes import Outcomes
+    from auditor.analyse.paths import Routes
     from auditor.config import Settings
+    from auditor.models import Fabric
     from auditor.store import Store
 
 
@@ -72,7 +74,12 @@ def route_book(store: Store, since: datetime, until: datetime, adaptive: bool
     captures = ([first[0]] if first else []) + store.lft_route_changes(start, until)
     if not captures:
         return None
-    return RouteBook(captures, lambda at: routes_at(store, at), adaptive=adaptive)
+    def load(at: datetime, shared: tuple[datetime, Fabric] | None) -> Routes | None:
+        if shared is not None and store.snapshot_times(at, limit=1)[:1] == [shared[0]]:
+            return routes_at(store, at, shared[1])
+        return routes_at(store, at)
+
+    return RouteBook(captures, load, adaptive=adaptive)
 
 
 def rank_window(store: Store, since: datetime, until: datetime,

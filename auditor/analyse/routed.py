@@ -40,7 +40,7 @@ import numpy as np
 from auditor import graph
 from auditor.analyse.evidence import link_of
 from auditor.analyse.paths import PortRef, Routes
-from auditor.models import NO_ROUTE, LinkKey, NodeType
+from auditor.models import NO_ROUTE, Fabric, LinkKey, NodeType
 
 # A night's jobs share hosts and rails: their crossings are asked for again and again.
 _CACHE_MAX = 1 << 16
@@ -50,11 +50,15 @@ class RouteBook:
     """The forwarding-table captures of a fabric, loaded when first needed: `captures` are
     their times (any order), `load(t)` gives the Routes of the capture taken at `t`."""
 
-    def __init__(self, captures: Iterable[datetime], load: Callable[[datetime], Routes | None],
+    def __init__(self, captures: Iterable[datetime],
+                 load: Callable[[datetime, tuple[datetime, Fabric] | None], Routes | None],
                  *, adaptive: bool = False) -> None:
         self.captures = sorted(set(captures))
         self._load = load
         self.adaptive = adaptive
+        # the topology snapshot the caller has read already (its time, the fabric): a capture
+        # in effect with it builds its routes from it instead of reading it again
+        self.shared: tuple[datetime, Fabric] | None = None
         self._routes: dict[datetime, Routes | None] = {}
         self._keys: dict[datetime, list[LinkKey]] = {}
         self._crossed: dict[tuple[datetime, tuple[PortRef, ...]], frozenset[LinkKey] | None] = {}
@@ -75,7 +79,7 @@ class RouteBook:
 
     def routes(self, capture: datetime) -> Routes | None:
         if capture not in self._routes:
-            self._routes[capture] = self._load(capture)
+            self._routes[capture] = self._load(capture, self.shared)
         return self._routes[capture]
 
     def _link_keys(self, capture: datetime, routes: Routes) -> list[LinkKey]:
