@@ -44,8 +44,8 @@ from auditor.analyse.evidence import (
     link_of,
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, flaps
-from auditor.analyse.optics import watch_list
 from auditor.analyse.survivors import lived_through
+from auditor.analyse.watchlist import current as watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, LinkKey, NodeType, PortKey
@@ -418,7 +418,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         return store.jobs_during(since, until, spans, near)
 
     _failovers(links, errors, matched, since, until, resolver, hcas, g)
-    # Optics trends need weeks of readings, whatever the window asked about (issue #14).
+    # Optics trends need weeks of readings, whatever the window asked about (issue #14); the
+    # nightly's precomputed list when it is this window's (issue #25).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
     lived_through(links, running, resolver, fabric, g, logs, matched,

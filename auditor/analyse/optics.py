@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypedDict
@@ -201,6 +201,14 @@ class WatchList:
     modules: int  # modules with readings in the window
     watches: list[Watch]  # strongest first
     histories: dict[ModuleKey, History] = field(default_factory=dict)
+    # Issue #25: when it was computed (naive UTC; None: just now, by the caller), whether it was
+    # read from the stored precomputation (`auditor.analyse.watchlist`), and if not, why not.
+    computed_at: datetime | None = None
+    precomputed: bool = False
+    on_demand_because: str | None = None
+    # A precomputed list holds no histories: the report's trend plots read a port's on demand.
+    port_histories: Callable[[str, int], list[History]] | None = field(default=None,
+                                                                       repr=False)
 
     def by_link(self) -> dict[LinkKey, list[Watch]]:
         out: dict[LinkKey, list[Watch]] = defaultdict(list)
@@ -211,6 +219,8 @@ class WatchList:
 
     def at_port(self, guid: str, port: int | None) -> list[History]:
         """The histories of the modules read in one port (a swap leaves two), newest last."""
+        if self.port_histories is not None and port is not None:
+            return sorted(self.port_histories(guid, port), key=lambda h: h.last_at)
         found = [h for h in self.histories.values()
                  if h.module.guid == guid and h.module.port == port]
         return sorted(found, key=lambda h: h.last_at)
@@ -770,6 +780,21 @@ def watch_json(rank: int, w: Watch, cfg: OpticsSettings) -> WatchJSON:
     }
 
 
+class AgeJSON(TypedDict):
+    """How old a watch list is (issue #25): in `watch-list`, `suspects` and report.json."""
+
+    watch_list_computed_at: str | None  # None: no watch list (no correlation ran)
+    watch_list_precomputed: bool
+    watch_list_on_demand_because: str | None
+
+
+def age_json(wl: WatchList | None) -> AgeJSON:
+    at = None if wl is None or wl.computed_at is None else wl.computed_at
+    return {"watch_list_computed_at": at.isoformat(timespec="seconds") + "Z" if at else None,
+            "watch_list_precomputed": bool(wl and wl.precomputed),
+            "watch_list_on_demand_because": wl.on_demand_because if wl else None}
+
+
 def as_json(wl: WatchList, cfg: OpticsSettings) -> dict[str, Any]:
     return {
         "window": {"since": wl.since.isoformat(timespec="seconds") + "Z",
@@ -777,6 +802,7 @@ def as_json(wl: WatchList, cfg: OpticsSettings) -> dict[str, Any]:
         "modules": wl.modules,
         "watched": len(wl.watches),
         "watch": [watch_json(i, w, cfg) for i, w in enumerate(wl.watches, 1)],
+        **age_json(wl),
     }
 
 
