@@ -253,11 +253,18 @@ class Fit:
 
 
 def median(values: Iterable[float]) -> float:
-    """statistics.median, imported on first use: statistics imports random, 8 ms of every
-    `suspects` (issue #13), most of which read no optics."""
-    from statistics import median as _median
-
-    return _median(values)
+    """statistics.median's own arithmetic (CPython 3.11-3.13 Lib/statistics.py `median`: the
+    middle value, or the mean of the two middle ones), written out: importing statistics costs
+    8 ms of every `suspects` (it imports random; issue #13), and calling it 185,000 times over
+    4,096 modules' lanes was a fifth of the watch list (issue #25)."""
+    data = sorted(values)
+    n = len(data)
+    if n == 0:
+        raise ValueError("no median of no data")
+    half = n // 2
+    if n % 2 == 1:
+        return data[half]
+    return (data[half - 1] + data[half]) / 2
 
 
 def theil_sen(points: Sequence[tuple[int, float]]) -> Fit | None:
@@ -313,15 +320,17 @@ def fit_all(hs: Iterable[History], cfg: OpticsSettings) -> None:
     1-2 s one by one in Python, a fraction of a second here)."""
     import numpy as np  # only when there are readings: `suspects` does not pay its import
 
-    groups: dict[tuple[int, ...], list[tuple[History, int | None, str, list[float]]]] = \
+    groups: dict[tuple[int, ...], list[tuple[History, int | None, str, tuple[float, ...]]]] = \
         defaultdict(list)
+    least = max(cfg.min_days, 2)
     for h in hs:
         items: list[tuple[int | None, str, Series]] = [
             (None, q, ser) for q, ser in h.module_series.items()]
         items += [(n, q, ser) for n, lane in h.lanes.items() for q, ser in lane.items()]
         for lane_no, q, ser in items:
-            if len(ser) >= max(cfg.min_days, 2):
-                groups[tuple(x for x, _ in ser)].append((h, lane_no, q, [v for _, v in ser]))
+            if len(ser) >= least:
+                xs, ys = zip(*ser, strict=True)  # days and values apart, at C speed
+                groups[xs].append((h, lane_no, q, ys))
     for xs, members in groups.items():
         x = np.asarray(xs, dtype=float)
         i, j = np.triu_indices(len(xs), 1)
@@ -415,10 +424,12 @@ def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettin
     """The watch list from the readings of [since, until] (naive UTC). `peers` and `names` are
     the store's `port_peers(until)` and `node_names()` when the caller already has them."""
     cfg = cfg or OpticsSettings()
+    # The limits are read meanwhile on a second connection (DuckDB runs without the GIL).
+    pending = store.in_background(lambda s: s.optics_thresholds_at(until))
     rows = store.optics_daily(since, until)
+    limits = pending.result()
     if not rows:
         return WatchList(since, until, 0, [])
-    limits = store.optics_thresholds_at(until)
     peers = store.port_peers(until) if peers is None else peers
     names = store.node_names() if names is None else names
     hs = histories(rows, limits, since.date())
