@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.analyse.audit import audit
-from auditor.analyse.optics import WatchList, as_json, watch_list
+from auditor.analyse.optics import WatchList, age_json, as_json, watch_list
 from auditor.analyse.pipeline import RankSettings
 from auditor.analyse.watchlist import current, refresh
 from auditor.cli import app
@@ -235,3 +235,13 @@ def test_the_nightly_run_precomputes_it_and_its_report_reads_it(
     assert report["watch_list_computed_at"] == run["computed_at"].isoformat(
         timespec="seconds") + "Z"
     assert "optics watch list: 32 module(s)" in (tmp_path / "nightly.log").read_text()
+
+
+def test_a_site_without_diagnostics_is_told_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "a.duckdb"
+    with Store(db) as store:
+        until = datetime(2026, 12, 1, tzinfo=UTC)
+        wl = current(store, until - CFG.history, until, CFG)
+    assert (wl.watches, wl.computed_at, wl.precomputed, wl.on_demand_because) == \
+        ([], None, False, None)
+    assert watch_age(dict(age_json(wl))) == []

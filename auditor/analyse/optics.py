@@ -794,7 +794,8 @@ def watch_json(rank: int, w: Watch, cfg: OpticsSettings) -> WatchJSON:
 class AgeJSON(TypedDict):
     """How old a watch list is (issue #25): in `watch-list`, `suspects` and report.json."""
 
-    watch_list_computed_at: str | None  # None: no watch list (no correlation ran)
+    # None: nothing was computed (no readings in the window and none stored, or no correlation)
+    watch_list_computed_at: str | None
     watch_list_precomputed: bool
     watch_list_on_demand_because: str | None
 

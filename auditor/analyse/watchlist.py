@@ -87,6 +87,9 @@ def current(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
     else computed here (`on_demand_because` says why)."""
     since, until = utc_naive(since), utc_naive(until)
     run = store.watch_list_run()
+    if run is None and store.optics_fingerprint(since, until)["readings"] == 0:
+        # A site that reads no diagnostics: nothing to compute, and nothing to say about it.
+        return WatchList(since, until, 0, [])
     why = _unusable(store, run, since, until, cfg)
     if run is not None and why is None:
         return _stored(store, run)
