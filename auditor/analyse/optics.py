@@ -433,6 +433,7 @@ def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettin
     peers = store.port_peers(until) if peers is None else peers
     names = store.node_names() if names is None else names
     hs = histories(rows, limits, since.date())
+    del rows  # the histories hold what the rules need: the rows' lists are most of the peak
     fit_all(hs.values(), cfg)
     return assess(hs, cfg, since, until, peers, names)
 
