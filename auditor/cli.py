@@ -399,6 +399,7 @@ def suspects(
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.coverage import blind_spots
+    from auditor.analyse.optics import age_json
     from auditor.analyse.pipeline import RankSettings, rank_window
     from auditor.report import views
     from auditor.store import utc_naive
@@ -413,33 +414,47 @@ def suspects(
                               RankSettings.from_settings(settings))
         coverage = blind_spots(store, ranking.evidence)
     data = ranking.as_json(limit) | {"coverage": coverage.as_json()}
+    data |= age_json(ranking.evidence.watch)  # issue #25: how old the optics watch list is
     _show(views.suspects(data, coverage.notes, fmt))
 
 
 @app.command("watch-list")
 def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
-                   fmt: FormatOpt = "table") -> None:
+                   fmt: FormatOpt = "table",
+                   refresh: Annotated[bool, typer.Option(
+                       "--refresh", help="compute the list now and store it as the "
+                       "precomputation the commands read (what the nightly run does)")] = False,
+                   ) -> None:
     """Transceivers whose diagnostics (temperature, Vcc, per-lane Tx bias, Tx and Rx power)
     trend toward failure, strongest first: each module and lane with the trend that says so,
     the estimated days to its own warning or alarm threshold, and a strength (0-1). `--since`
     is the history the trends are fitted on. Links whose trends are strong also show up in
-    `suspects` with verdict `transceiver`.
+    `suspects` with verdict `transceiver`. The list is read from the nightly run's
+    precomputation while that is this window's (the same readings and settings), else computed
+    now; the output says when it was computed.
 
     Example:
 
     \b
         auditor watch-list --since 30d
         auditor watch-list --until 2026-11-30T06:00:00Z --format json
+        auditor watch-list --refresh
     """
-    from auditor.analyse.optics import as_json, watch_list
+    from auditor.analyse.optics import as_json
+    from auditor.analyse.watchlist import current
+    from auditor.analyse.watchlist import refresh as store_fresh
     from auditor.report import views
     from auditor.store import utc_naive
 
     _check_format(fmt)
     settings = _settings()
     start, end = _window(since, until)
-    with _open(settings, read_only=True) as store:
-        found = watch_list(store, utc_naive(start), utc_naive(end), settings.optics)
+    if refresh:
+        with _open(settings) as store, store.transaction():
+            found = store_fresh(store, utc_naive(start), utc_naive(end), settings.optics)
+    else:
+        with _open(settings, read_only=True) as store:
+            found = current(store, utc_naive(start), utc_naive(end), settings.optics)
     _show(views.watch_list(as_json(found, settings.optics), fmt))
 
 

@@ -127,6 +127,18 @@ def _fill(store: Store) -> None:
                       thresholds={"rx_power_dbm": Thresholds(-10.0, -8.0, 2.0, None)}),
         OpticsReading("gpu01", "mlx5_0/1", T0 + H, thresholds={"vcc_v": Thresholds()})],
         placed=[("0x1", 1), (None, None)])
+    # A stored watch list (issue #25): one entry with every column, one with the NULLs.
+    store.store_watch_list(
+        {"computed_at": END, "took_s": 0.5, "since": T0, "until": END, "readings": 3,
+         "newest_read_at": T0 + H, "newest_source_id": 9, "settings": "{}", "modules": 2},
+        [{"rank": 1, "device": "leaf01", "port_name": "IB1/1", "serial_number": "MT1",
+          "part_number": "MFS1S00", "vendor": "Mellanox", "firmware": "1.2", "guid": "0x1",
+          "port": 1, "lane": 1, "days": 1, "last_at": T0, "peer_guid": "0x2", "peer_port": 3,
+          "peer_name": "gpu01 port 3", "findings": "[]"},
+         {"rank": 2, "device": "gpu01", "port_name": "mlx5_0/1", "serial_number": None,
+          "part_number": None, "vendor": None, "firmware": None, "guid": None, "port": None,
+          "lane": None, "days": 1, "last_at": T0 + H, "peer_guid": None, "peer_port": None,
+          "peer_name": None, "findings": "[]"}])
     store.add_inventory(_source(store, "inventory", "j"), [
         Location("leaf01", "fra1", "B", "B07", "38", ((1, "L1-P1"),)), Location("leaf02")])
     store.add_replacement("T-1", "cable", T0, ("0x1", 1, "leaf01"), ("0x2", 3, "gpu01"), ["MT1"])
@@ -160,6 +172,14 @@ ROWS: dict[str, tuple[Callable[[Store], list[Any]], object]] = {
     "optics_thresholds": (lambda s: s.optics_thresholds(), rows.OpticsThresholdRow),
     "optics_thresholds_at": (lambda s: s.optics_thresholds_at(END), rows.OpticsThresholdRow),
     "optics_daily": (lambda s: s.optics_daily(T0, END), rows.OpticsDailyRow),
+    "optics_daily_at_port": (lambda s: s.optics_daily_at_port(T0, END, "0x1", 1),
+                             rows.OpticsDailyRow),
+    "optics_thresholds_at_port": (lambda s: s.optics_thresholds_at_port(T0, END, "0x1", 1),
+                                  rows.OpticsThresholdRow),
+    "optics_fingerprint": (lambda s: [s.optics_fingerprint(T0, END),
+                                      s.optics_fingerprint(END, END)], rows.OpticsFingerprintRow),
+    "watch_list_run": (lambda s: [s.watch_list_run()], rows.WatchListRunRow),
+    "watch_list_entries": (lambda s: s.watch_list_entries(), rows.WatchEntryRow),
     "locations": (lambda s: list(s.locations().values()), rows.LocationRow),
     "replacements": (lambda s: s.replacements(), rows.ReplacementRow),
     "suspect_runs": (lambda s: s.suspect_runs(T0, END), rows.SuspectRunRow),

@@ -44,9 +44,9 @@ from auditor.analyse.evidence import (
     link_of,
 )
 from auditor.analyse.flaps import LOOKBACK, Flap, flaps
-from auditor.analyse.optics import watch_list
 from auditor.analyse.routed import RouteBook, ar_alternatives, emptied_ports
 from auditor.analyse.survivors import lived_through
+from auditor.analyse.watchlist import current as watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
 from auditor.models import Fabric, LinkKey, NodeType, PortKey
@@ -425,7 +425,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
         return store.jobs_during(since, until, spans, near)
 
     _failovers(links, errors, matched, since, until, resolver, hcas, g)
-    # Optics trends need weeks of readings, whatever the window asked about (issue #14).
+    # Optics trends need weeks of readings, whatever the window asked about (issue #14); the
+    # nightly's precomputed list when it is this window's (issue #25).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
     def crosses(job_hosts: frozenset[str], device: str | None, link: LinkKey, at: datetime

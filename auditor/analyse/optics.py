@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypedDict
@@ -201,6 +201,14 @@ class WatchList:
     modules: int  # modules with readings in the window
     watches: list[Watch]  # strongest first
     histories: dict[ModuleKey, History] = field(default_factory=dict)
+    # Issue #25: when it was computed (naive UTC; None: just now, by the caller), whether it was
+    # read from the stored precomputation (`auditor.analyse.watchlist`), and if not, why not.
+    computed_at: datetime | None = None
+    precomputed: bool = False
+    on_demand_because: str | None = None
+    # A precomputed list holds no histories: the report's trend plots read a port's on demand.
+    port_histories: Callable[[str, int], list[History]] | None = field(default=None,
+                                                                       repr=False)
 
     def by_link(self) -> dict[LinkKey, list[Watch]]:
         out: dict[LinkKey, list[Watch]] = defaultdict(list)
@@ -211,6 +219,8 @@ class WatchList:
 
     def at_port(self, guid: str, port: int | None) -> list[History]:
         """The histories of the modules read in one port (a swap leaves two), newest last."""
+        if self.port_histories is not None and port is not None:
+            return sorted(self.port_histories(guid, port), key=lambda h: h.last_at)
         found = [h for h in self.histories.values()
                  if h.module.guid == guid and h.module.port == port]
         return sorted(found, key=lambda h: h.last_at)
@@ -243,11 +253,18 @@ class Fit:
 
 
 def median(values: Iterable[float]) -> float:
-    """statistics.median, imported on first use: statistics imports random, 8 ms of every
-    `suspects` (issue #13), most of which read no optics."""
-    from statistics import median as _median
-
-    return _median(values)
+    """statistics.median's own arithmetic (CPython 3.11-3.13 Lib/statistics.py `median`: the
+    middle value, or the mean of the two middle ones), written out: importing statistics costs
+    8 ms of every `suspects` (it imports random; issue #13), and calling it 185,000 times over
+    4,096 modules' lanes was a fifth of the watch list (issue #25)."""
+    data = sorted(values)
+    n = len(data)
+    if n == 0:
+        raise ValueError("no median of no data")
+    half = n // 2
+    if n % 2 == 1:
+        return data[half]
+    return (data[half - 1] + data[half]) / 2
 
 
 def theil_sen(points: Sequence[tuple[int, float]]) -> Fit | None:
@@ -303,15 +320,17 @@ def fit_all(hs: Iterable[History], cfg: OpticsSettings) -> None:
     1-2 s one by one in Python, a fraction of a second here)."""
     import numpy as np  # only when there are readings: `suspects` does not pay its import
 
-    groups: dict[tuple[int, ...], list[tuple[History, int | None, str, list[float]]]] = \
+    groups: dict[tuple[int, ...], list[tuple[History, int | None, str, tuple[float, ...]]]] = \
         defaultdict(list)
+    least = max(cfg.min_days, 2)
     for h in hs:
         items: list[tuple[int | None, str, Series]] = [
             (None, q, ser) for q, ser in h.module_series.items()]
         items += [(n, q, ser) for n, lane in h.lanes.items() for q, ser in lane.items()]
         for lane_no, q, ser in items:
-            if len(ser) >= max(cfg.min_days, 2):
-                groups[tuple(x for x, _ in ser)].append((h, lane_no, q, [v for _, v in ser]))
+            if len(ser) >= least:
+                xs, ys = zip(*ser, strict=True)  # days and values apart, at C speed
+                groups[xs].append((h, lane_no, q, ys))
     for xs, members in groups.items():
         x = np.asarray(xs, dtype=float)
         i, j = np.triu_indices(len(xs), 1)
@@ -405,13 +424,16 @@ def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettin
     """The watch list from the readings of [since, until] (naive UTC). `peers` and `names` are
     the store's `port_peers(until)` and `node_names()` when the caller already has them."""
     cfg = cfg or OpticsSettings()
+    # The limits are read meanwhile on a second connection (DuckDB runs without the GIL).
+    pending = store.in_background(lambda s: s.optics_thresholds_at(until))
     rows = store.optics_daily(since, until)
+    limits = pending.result()
     if not rows:
         return WatchList(since, until, 0, [])
-    limits = store.optics_thresholds_at(until)
     peers = store.port_peers(until) if peers is None else peers
     names = store.node_names() if names is None else names
     hs = histories(rows, limits, since.date())
+    del rows  # the histories hold what the rules need: the rows' lists are most of the peak
     fit_all(hs.values(), cfg)
     return assess(hs, cfg, since, until, peers, names)
 
@@ -770,6 +792,22 @@ def watch_json(rank: int, w: Watch, cfg: OpticsSettings) -> WatchJSON:
     }
 
 
+class AgeJSON(TypedDict):
+    """How old a watch list is (issue #25): in `watch-list`, `suspects` and report.json."""
+
+    # None: nothing was computed (no readings in the window and none stored, or no correlation)
+    watch_list_computed_at: str | None
+    watch_list_precomputed: bool
+    watch_list_on_demand_because: str | None
+
+
+def age_json(wl: WatchList | None) -> AgeJSON:
+    at = None if wl is None or wl.computed_at is None else wl.computed_at
+    return {"watch_list_computed_at": at.isoformat(timespec="seconds") + "Z" if at else None,
+            "watch_list_precomputed": bool(wl and wl.precomputed),
+            "watch_list_on_demand_because": wl.on_demand_because if wl else None}
+
+
 def as_json(wl: WatchList, cfg: OpticsSettings) -> dict[str, Any]:
     return {
         "window": {"since": wl.since.isoformat(timespec="seconds") + "Z",
@@ -777,6 +815,7 @@ def as_json(wl: WatchList, cfg: OpticsSettings) -> dict[str, Any]:
         "modules": wl.modules,
         "watched": len(wl.watches),
         "watch": [watch_json(i, w, cfg) for i, w in enumerate(wl.watches, 1)],
+        **age_json(wl),
     }
 
 

@@ -16,7 +16,7 @@ from typing import overload
 from auditor.analyse import outcomes
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
 from auditor.analyse.cohorts import Cohorts
-from auditor.analyse.optics import UNIT, Trace, watch_json
+from auditor.analyse.optics import UNIT, Trace, age_json, watch_json
 from auditor.analyse.outcomes import Outcomes
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType
@@ -133,6 +133,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> do
                           for f in result.findings if f.optics},
         "watch_list": [watch_json(i, w, result.optics_settings)
                        for i, w in enumerate(result.watch.watches if result.watch else [], 1)],
+        **age_json(result.watch),
         "outcomes": outcomes_section(result.outcomes, result.cohorts)
         if result.outcomes is not None and result.cohorts is not None else None,
     }

@@ -212,4 +212,8 @@ class Report(TypedDict):
     # Added for #14 (build_report always writes them; a document made before may lack them):
     optics_trends: NotRequired[dict[str, list[OpticsTrace]]]  # by priority, with diagnostics
     watch_list: NotRequired[list[WatchJSON]]  # the optics watch list, strongest first
+    # Added for #25: when the watch list was computed, from the nightly precomputation or not.
+    watch_list_computed_at: NotRequired[str | None]
+    watch_list_precomputed: NotRequired[bool]
+    watch_list_on_demand_because: NotRequired[str | None]
     outcomes: Outcomes | None  # added for #15; None when the audit did not judge outcomes

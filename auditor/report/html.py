@@ -177,6 +177,17 @@ def _tracking(rows: list[document.Tracking]) -> list[dict[str, str]]:
     return out
 
 
+def _watch_age(report: document.Report) -> str:
+    """When the watch list was computed (#25); empty for a report.json written before."""
+    at = report.get("watch_list_computed_at")
+    if not at:
+        return ""
+    if report.get("watch_list_precomputed"):
+        return f"Precomputed {_fmt(_when(at))} UTC by the nightly run."
+    why = report.get("watch_list_on_demand_because")
+    return f"Computed on demand {_fmt(_when(at))} UTC" + (f": {_str(why)}." if why else ".")
+
+
 def _watch(rows: list[Any]) -> list[dict[str, Any]]:
     out = []
     for w in rows[:_MAX_WATCH_ROWS]:
@@ -279,6 +290,7 @@ def _view(report: document.Report, top_n: int) -> dict[str, Any]:
         "tracking": _tracking(report["tracking"]),
         "watch": _watch(list(report.get("watch_list", []))),
         "watch_total": len(report.get("watch_list", [])),
+        "watch_age": _watch_age(report),
         # a report.json written before #15 has no outcomes: no section
         "outcomes": _outcomes(report.get("outcomes")),
     }

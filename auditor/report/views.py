@@ -6,7 +6,7 @@ goes through auditor.report.tables (and so auditor.safe_text): fabric text is un
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from auditor.report.tables import render_rows, to_json, to_table
@@ -144,7 +144,8 @@ def suspects(data: dict[str, Any], notes: list[str], fmt: str) -> list[str]:
             f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained",
             render_rows(rows, "table", title="suspects, best first"),
             # a note names hosts, switches and jobs: bounded like any cell of fabric text
-            *(inert(f"could not see: {note}", NOTE_MAX) for note in notes)]
+            *(inert(f"could not see: {note}", NOTE_MAX) for note in notes),
+            *watch_age(data)]
 
 
 def watch_list(data: dict[str, Any], fmt: str) -> list[str]:
@@ -156,7 +157,22 @@ def watch_list(data: dict[str, Any], fmt: str) -> list[str]:
     return [f"window {data['window']['since']} .. {data['window']['until']}: "
             f"{data['modules']} module(s) read, {data['watched']} watched",
             render_rows(rows, "table", columns=[c for c in WATCH_COLUMNS if c != "peer"],
-                        title="optics watch list, strongest first")]
+                        title="optics watch list, strongest first"),
+            *watch_age(data)]
+
+
+def watch_age(data: Mapping[str, Any], now: datetime | None = None) -> list[str]:
+    """The line that says how old the optics watch list is (issue #25); none without one."""
+    at = data.get("watch_list_computed_at")
+    if not at:
+        return []
+    if not data.get("watch_list_precomputed"):
+        why = data.get("watch_list_on_demand_because")
+        return [f"optics watch list computed on demand at {at}" + (f": {why}" if why else "")]
+    seconds = ((now or datetime.now(UTC)) - datetime.fromisoformat(at)).total_seconds()
+    age = (f"{seconds / 86400:.1f} days" if seconds >= 86400 else
+           f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{max(seconds, 0) / 60:.0f} min")
+    return [f"optics watch list precomputed at {at} ({age} ago), on the readings it still matches"]
 
 
 def counters(steps: Sequence[CounterDeltaRow], names: dict[str, tuple[str, str]],
@@ -217,7 +233,8 @@ def fleet(data: dict[str, Any], fmt: str) -> list[str]:
 
 
 __all__ = ["COHORT_COLUMNS", "OUTCOME_COLUMNS", "WATCH_COLUMNS", "counters", "flaps", "fleet",
-           "outcomes", "rows", "sources", "suspects", "sweep", "topology", "watch_list"]
+           "outcomes", "path", "rows", "sources", "suspects", "sweep", "topology", "watch_age",
+           "watch_list"]
 
 
 def path(data: dict[str, Any], fmt: str) -> list[str]:

@@ -10,7 +10,14 @@ from auditor.models import LaneReading, OpticsReading
 from auditor.store.connection import Connection, utc_naive
 
 if TYPE_CHECKING:
-    from auditor.store.rows import OpticsDailyRow, OpticsReadingRow, OpticsThresholdRow
+    from auditor.store.rows import (
+        OpticsDailyRow,
+        OpticsFingerprintRow,
+        OpticsReadingRow,
+        OpticsThresholdRow,
+        WatchEntryRow,
+        WatchListRunRow,
+    )
 
 
 class OpticsQueries(Connection):
@@ -73,6 +80,52 @@ class OpticsQueries(Connection):
         """The newest thresholds of each module and quantity read up to `until`."""
         return cast("list[OpticsThresholdRow]", self.run_dicts("optics_thresholds_asof",
                                                                until=utc_naive(until)))
+
+    def optics_daily_at_port(self, since: datetime, until: datetime, guid: str,
+                             port: int) -> list[OpticsDailyRow]:
+        """`optics_daily` of the modules read in one port in the window."""
+        return cast("list[OpticsDailyRow]", self.run_dicts(
+            "optics_daily_at_port", since=utc_naive(since), until=utc_naive(until), guid=guid,
+            port=port))
+
+    def optics_thresholds_at_port(self, since: datetime, until: datetime, guid: str,
+                                  port: int) -> list[OpticsThresholdRow]:
+        """`optics_thresholds_at(until)` of the modules read in one port in the window."""
+        return cast("list[OpticsThresholdRow]", self.run_dicts(
+            "optics_thresholds_asof_at_port", since=utc_naive(since), until=utc_naive(until),
+            guid=guid, port=port))
+
+    def optics_fingerprint(self, since: datetime, until: datetime) -> OpticsFingerprintRow:
+        """How many lane readings the window holds, the newest read time and source."""
+        return cast("OpticsFingerprintRow", self.run_dicts(
+            "optics_fingerprint", since=utc_naive(since), until=utc_naive(until))[0])
+
+    # -- the precomputed watch list (issue #25, migration 0017) --------------------------------
+
+    def watch_list_run(self) -> WatchListRunRow | None:
+        """The stored watch list computation, if any."""
+        found = self.run_dicts("watch_list_run")
+        return cast("WatchListRunRow", found[0]) if found else None
+
+    def watch_list_entries(self) -> list[WatchEntryRow]:
+        """The stored watch list, strongest first."""
+        return cast("list[WatchEntryRow]", self.run_dicts("watch_list_entries"))
+
+    def clear_watch_list(self) -> None:
+        self.run("watch_list_entries_clear")
+        self.run("watch_list_runs_clear")
+
+    def store_watch_list(self, run: WatchListRunRow, entries: Sequence[WatchEntryRow]) -> None:
+        """Replace the stored computation with this one (call inside a transaction)."""
+        self.clear_watch_list()
+        self.run("watch_list_run_insert", **{k: utc_naive(v) if isinstance(v, datetime) else v
+                                             for k, v in run.items()})
+        if not entries:
+            return
+        columns = {k: [e[k] for e in entries]  # type: ignore[literal-required]
+                   for k in entries[0]}
+        columns["last_at"] = [utc_naive(v) for v in columns["last_at"]]
+        self.run("watch_list_entries_insert", **columns)
 
     def optics_firmware(self) -> dict[str, str]:
         """serial number -> the newest firmware its module reported."""

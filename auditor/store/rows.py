@@ -333,6 +333,49 @@ class OpticsDailyRow(TypedDict):
     rx_power_dbm: list[float | None]
 
 
+class OpticsFingerprintRow(TypedDict):
+    """What a watch list computed on a window's readings depends on (optics_fingerprint.sql)."""
+
+    readings: int
+    newest_read_at: datetime | None
+    newest_source_id: int | None
+
+
+class WatchListRunRow(TypedDict):
+    """The stored watch list computation (watch_list_run.sql, migration 0017)."""
+
+    computed_at: datetime
+    took_s: float
+    since: datetime
+    until: datetime
+    readings: int
+    newest_read_at: datetime | None
+    newest_source_id: int | None
+    settings: str
+    modules: int
+
+
+class WatchEntryRow(TypedDict):
+    """One entry of the stored watch list (watch_list_entries.sql); `findings` is JSON."""
+
+    rank: int
+    device: str
+    port_name: str
+    serial_number: str | None
+    part_number: str | None
+    vendor: str | None
+    firmware: str | None
+    guid: str | None
+    port: int | None
+    lane: int | None
+    days: int
+    last_at: datetime
+    peer_guid: str | None
+    peer_port: int | None
+    peer_name: str | None
+    findings: str
+
+
 # -- inventory and replacements ---------------------------------------------------------------
 
 
