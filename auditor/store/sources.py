@@ -58,7 +58,8 @@ class SourceQueries(FabricCache):
                       "source_forget_host_events",
                       "source_forget_inventory", "source_forget_port_labels",
                       "source_forget_optics_readings", "source_forget_optics_thresholds",
-                      "source_forget_transceivers", "source_forget_sources"):
+                      "source_forget_transceivers", "source_forget_port_ber",
+                      "source_forget_sources"):
             self.run(query, source_ids=list(source_ids))
 
     def add_source(self, meta: SourceMeta) -> int:
