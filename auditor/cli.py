@@ -368,7 +368,7 @@ def suspects(
                               RankSettings.from_settings(settings))
         coverage = blind_spots(store, ranking.evidence)
     data = ranking.as_json(limit) | {"coverage": coverage.as_json()}
-    _show(views.suspects(data, coverage.notes, fmt))
+    _show(views.suspects(data, coverage.notes, fmt, coverage.sources_note))
 
 
 @app.command("watch-list")

@@ -238,3 +238,65 @@ def test_stored_from_db_csv_equals_stored_from_ibnetdiscover(tmp_path: Path) -> 
     assert {k: view(written.ports[k]) for k in seen.ports} == {k: view(p)
                                                                 for k, p in seen.ports.items()}
     assert {p.state for k, p in written.ports.items() if k not in seen.ports} == {"Down"}
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage: `suspects` and `report` name ibdiagnet as what the fabric was read through
+
+
+def test_fabric_sources_name_each_tool_and_log() -> None:
+    from auditor.analyse.coverage import fabric_sources
+
+    events = [{"origin": o} for o in ("ibdiagnet", "syslog", "syslog", "topology")]
+    found, note = fabric_sources({"ibdiagnet": 2, "ibnetdiscover": 1, "sacct": 4},
+                                 events)  # type: ignore[arg-type]
+    assert found == {"ibdiagnet": {"snapshots": 2, "port_events": 1},
+                     "ibnetdiscover": {"snapshots": 1}, "syslog": {"port_events": 2}}
+    assert note == ("fabric read through: ibdiagnet (2 runs, 1 port event), ibnetdiscover "
+                    "(1 snapshot), syslog (2 port events)")
+    assert fabric_sources({}, []) == ({}, "")
+
+
+def test_suspects_and_report_name_ibdiagnet(tmp_path: Path, db: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    runner = CliRunner()
+    folder = _run_folder(tmp_path / "ibdiagnet2", RUN, downs=1)
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(folder)]).exit_code == 0
+    window = ["--since", "24h", "--until", "2026-11-30T12:00:00Z"]
+    res = runner.invoke(app, ["--db", str(db), "suspects", *window, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    coverage = json.loads(res.stdout)["coverage"]
+    assert coverage["fabric_sources"] == {"ibdiagnet": {"snapshots": 1, "port_events": 1}}
+    table = runner.invoke(app, ["--db", str(db), "suspects", *window])
+    assert "fabric read through: ibdiagnet (1 run, 1 port event)" in table.stdout
+    # a window the run is not in names nothing
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              "2026-12-02T00:00:00Z", "--format", "json"])
+    assert json.loads(res.stdout)["coverage"]["fabric_sources"] == {}
+    out = tmp_path / "report"
+    res = runner.invoke(app, ["--db", str(db), "report", *window, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(next(out.glob("*.json")).read_text())
+    assert doc["coverage"]["fabric_sources"] == {"ibdiagnet": {"snapshots": 1,
+                                                               "port_events": 1}}
+    page = next(out.glob("*.html")).read_text()
+    assert "fabric read through: ibdiagnet (1 run, 1 port event)" in page
+
+
+def test_a_run_without_nodes_is_no_snapshot(db: Path) -> None:
+    no_nodes = FIXTURES / "ibdiagnet" / "written_disable_output_no_nodes.txt"
+    t0, t1 = RUN, RUN + timedelta(hours=1)
+    with Store(db) as store:
+        ingest_files(store, [FIXTURES / "ibnetdiscover" / "ibsim_fattree_small.txt"], at=t0)
+        before = store.fabric(t0)
+        [res] = ingest_files(store, [no_nodes], kind="ibdiagnet", at=t1)
+        assert res.status == "ingested"
+        # the newest snapshot is still the ibnetdiscover one: the run holds no topology
+        assert store.snapshot_times(t1 + timedelta(days=1)) == [t0.replace(tzinfo=None)]
+        latest = store.latest_fabric()
+        assert latest is not None and latest.nodes == before.nodes

@@ -357,6 +357,7 @@ def _store_capture(store: Store, item: _Parsed, ident: _Identity, result: Ingest
     if item.diag is not None:
         from auditor.ingest.ibdiagnet import store_run
 
+        store.mark_source_holds(sid, topology=topo is not None, counters=table is not None)
         result.warnings += store_run(store, sid, when, item.diag,
                                      {n.guid: n.name for n in named})
     return sid

@@ -180,7 +180,8 @@ def store_run(store: Store, source_id: int, at: datetime, result: IbdiagnetResul
     if unnamed:
         # CABLE_INFO or labels of nodes this run's NODES does not list (--disable_output
         # csv:nodes): the newest snapshot names them, else the GUID does.
-        known = store.fabric(at).nodes
+        times = store.snapshot_times(at, limit=1)
+        known = store.fabric(times[0]).nodes if times else {}
         names = {**names, **{g: known[g].name if g in known else g for g in unnamed}}
     label_rows = sorted({(names[g], p, text) for (g, p), text in labels.items()})
     if label_rows:

@@ -102,6 +102,17 @@ class SourceQueries(FabricCache):
     def sources(self) -> list[SourceRow]:
         return cast("list[SourceRow]", self.run_dicts("sources_list"))
 
+    def mark_source_holds(self, source_id: int, *, topology: bool, counters: bool) -> None:
+        """Say whether an ibdiagnet run's source holds a topology snapshot and counter
+        readings (the snapshot queries take it for one only then)."""
+        self.run("source_holds", source_id=source_id, has_topology=topology,
+                 has_counters=counters)
+
+    def source_kinds(self, since: datetime, until: datetime) -> dict[str, int]:
+        """Per kind, the sources observed in [since, until]."""
+        return {str(k): int(n) for k, n in self.run(
+            "source_kinds_window", since=utc_naive(since), until=utc_naive(until))}
+
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:
         """issues: (reason, number of lines, first line number, example line)."""
