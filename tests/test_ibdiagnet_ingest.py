@@ -300,3 +300,59 @@ def test_a_run_without_nodes_is_no_snapshot(db: Path) -> None:
         assert store.snapshot_times(t1 + timedelta(days=1)) == [t0.replace(tzinfo=None)]
         latest = store.latest_fabric()
         assert latest is not None and latest.nodes == before.nodes
+
+
+# ---------------------------------------------------------------------------------------------
+# PHY BER: what a port reports itself goes to the BER rule
+
+
+def _with_phy_ber(folder: Path, guid: str, port: int, pairs: tuple[int, ...]) -> None:
+    """Add a PHY_DB16 table (the layout of tests/fixtures/ibdiagnet/written_all_tables_...)
+    with one port's raw, effective and symbol BER as mantissa/exponent pairs."""
+    fields = ",".join(f"field{i}" for i in range(18))
+    values = ",".join(["0"] * 12 + [str(v) for v in pairs])
+    db = folder / "ibdiagnet2.db_csv"
+    db.write_text(db.read_text() + f"START_PHY_DB16\nNodeGuid,PortGuid,PortNum,{fields}\n"
+                  f"{guid},{guid},{port},{values}\nEND_PHY_DB16\n")
+
+
+def test_a_reported_symbol_ber_over_the_limit_makes_a_suspect(tmp_path: Path, db: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    folder = _run_folder(tmp_path / "ibdiagnet2", RUN, log=False)
+    guid, port = _leaf_uplink(topology_of_tree(TREE))
+    # raw 3e-06, effective 2e-14, symbol 5e-12: 50x the 4X HDR field limit (1e-13)
+    _with_phy_ber(folder, guid, port, (3, 6, 2, 14, 5, 12))
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(folder)]).exit_code == 0
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              "2026-11-30T12:00:00Z", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    [suspect] = json.loads(res.stdout)["suspects"]
+    assert {(e["guid"], e["port"]) for e in suspect["ends"]} >= {(guid, port)}
+    assert "error_rate" in suspect["rules"]
+    [said] = [e for e in suspect["evidence"] if "as the port reported it" in e]
+    assert "symbol BER 5.0e-12" in said and "raw 3.0e-06, effective 2.0e-14" in said
+    assert "above the field limit 1e-13" in said
+
+
+def test_a_reported_ber_within_the_limit_is_no_suspect(tmp_path: Path, db: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    folder = _run_folder(tmp_path / "ibdiagnet2", RUN, log=False)
+    guid, port = _leaf_uplink(topology_of_tree(TREE))
+    _with_phy_ber(folder, guid, port, (3, 9, 1, 15, 1, 15))  # symbol 1e-15
+    runner = CliRunner()
+    assert runner.invoke(app, ["--db", str(db), "ingest", str(folder)]).exit_code == 0
+    res = runner.invoke(app, ["--db", str(db), "suspects", "--since", "24h", "--until",
+                              "2026-11-30T12:00:00Z", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["suspects"] == []
