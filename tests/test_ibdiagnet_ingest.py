@@ -356,3 +356,19 @@ def test_a_reported_ber_within_the_limit_is_no_suspect(tmp_path: Path, db: Path)
                               "2026-11-30T12:00:00Z", "--format", "json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["suspects"] == []
+
+
+@pytest.mark.parametrize("name", ["ibdiagnet2.db_csv", "ibdiagnet2.net_dump"])
+def test_an_empty_file_is_refused_naming_it(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text("\n")
+    with pytest.raises(AuditorError, match=re.escape(f"{path}:1: empty file")):
+        ingest_files(Store(":memory:"), [path], kind="ibdiagnet")
+
+
+def test_text_that_is_neither_names_its_first_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("# a comment\nhello\n")
+    with pytest.raises(AuditorError, match=re.escape(f"{path}:2: ibdiagnet net_dump: expected "
+                                                     "a switch line")):
+        ingest_files(Store(":memory:"), [path], kind="ibdiagnet")

@@ -113,10 +113,12 @@ def read_run(path: Path) -> Run:
         # the content key: which file is which, and each file's content
         digest.update(f"{suffix}:{sha}\n".encode())
         not_utf8 += bad
+    for suffix in (DB_CSV, NET_DUMP):
+        if suffix in texts and not texts[suffix].strip() and (
+                suffix == DB_CSV or DB_CSV not in texts):
+            raise AuditorError(f"{files[suffix]}:1: empty file, nothing to ingest")
     result: IbdiagnetResult | None = None
     if DB_CSV in texts:
-        if not texts[DB_CSV].strip():
-            raise AuditorError(f"{files[DB_CSV]}:1: empty file, nothing to ingest")
         try:
             result = parse_ibdiagnet(texts[DB_CSV])
         except ParseError as exc:
