@@ -356,6 +356,13 @@ def test_a_reported_ber_within_the_limit_is_no_suspect(tmp_path: Path, db: Path)
                               "2026-11-30T12:00:00Z", "--format", "json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["suspects"] == []
+    from auditor.analyse.correlate import gather
+
+    with Store(db) as store:
+        ev = gather(store, (RUN - timedelta(hours=1)).replace(tzinfo=None),
+                    (RUN + timedelta(hours=1)).replace(tzinfo=None))
+    # a port under the warning level is no evidence record at all (a run reports every port)
+    assert not any(le.symbol_ber for le in ev.links.values())
 
 
 @pytest.mark.parametrize("name", ["ibdiagnet2.db_csv", "ibdiagnet2.net_dump"])

@@ -261,11 +261,13 @@ def _ber_evidence(fabric: Fabric, reads: _BerReads,
 
 
 def _reported_ber(fabric: Fabric, rows: list[PortBerRow], cables: dict[tuple[str, int], str],
-                  peers: dict[PortKey, PortKey], links: dict[LinkKey, LinkEvidence]) -> None:
+                  peers: dict[PortKey, PortKey], links: dict[LinkKey, LinkEvidence],
+                  cfg: RankingSettings) -> None:
     """The symbol BER ports reported themselves in the window (ibdiagnet PHY_DB16, issue #24),
     for the ports whose counters gave none: the BER rule judges it by the same limit. Only
     ports on a link of the newest snapshot (a BER of a port no cable leaves is nothing to
-    replace)."""
+    replace), and only above the limit's warning level: a run reports every port of the
+    fabric, and a link with nothing against it needs no evidence record."""
     linked = {(lk.a_guid, lk.a_port) for lk in fabric.links} | {
         (lk.b_guid, lk.b_port) for lk in fabric.links}
     wanted = [r for r in rows if r["symbol_ber"] is not None
@@ -286,11 +288,17 @@ def _reported_ber(fabric: Fabric, rows: list[PortBerRow], cables: dict[tuple[str
         said = ", ".join(f"{name} {value:.1e}" for name, value in (
             ("raw", r["raw_ber"]), ("effective", r["effective_ber"]),
             ("symbol", r["symbol_ber"])) if value is not None)
-        le = links.setdefault(link, LinkEvidence(link))
-        le.symbol_ber[key] = ber.self_reported(
+        measured = ber.self_reported(
             r["symbol_ber"] or 0.0, speed=speed, width=width,
             model=node.model if node else None, media=ber.media_of(cable),
             said=f"ibdiagnet {r['origin']} at {r['seen_at']:%Y-%m-%d %H:%M}: {said}")
+        rate = (speed or "").upper()
+        limit = ber.symbol_limit(rate, model=measured.model, media=measured.media,
+                                 fec=cfg.ber_fec.get(rate), overrides=cfg.ber_limits)
+        if measured.worst_ber <= limit.warning:
+            continue
+        le = links.setdefault(link, LinkEvidence(link))
+        le.symbol_ber[key] = measured
         le.counters.setdefault(key, {})
 
 
@@ -368,11 +376,16 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     resolver = HostResolver(fabric, addresses, aliases or {})
     hcas = Hcas(fabric)
     _ber_evidence(fabric, pending_ber.result(), symbols, peers, links)
-    reported = pending_reported.result()
+    # A run reports every port: those under the lowest warning level any limit has are
+    # nothing to judge (and no cable to look up).
+    floor = min([r.symbol_warning for r in ber.FIELD_TABLE] + [ber.IBTA_BER / 2]
+                + [v / 2 for v in cfg.ber_limits.values()])
+    reported = [r for r in pending_reported.result()
+                if r["symbol_ber"] is not None and r["symbol_ber"] > floor]
     if reported:
         keys = sorted({(r["guid"], r["port"]) for r in reported}
                       | {p for r in reported if (p := peers.get((r["guid"], r["port"])))})
-        _reported_ber(fabric, reported, store.cable_types(keys), peers, links)
+        _reported_ber(fabric, reported, store.cable_types(keys), peers, links, cfg)
     for d in degraded:
         link = link_of([(d.ends[0].guid, d.ends[0].port), (d.ends[1].guid, d.ends[1].port)])
         links.setdefault(link, LinkEvidence(link)).degraded = (
