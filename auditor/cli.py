@@ -145,7 +145,8 @@ def main_options(
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="capture or log files", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(
+        help="capture or log files (or an ibdiagnet output folder)", show_default=False)],
     kind: Annotated[str, typer.Option("--kind", "-k", help=kinds.help_text(),
                                       show_default=False)] = "auto",
     at: AtOpt = None,
@@ -182,6 +183,7 @@ def ingest(
         auditor ingest --at 2026-11-30T06:00:00Z ibnetdiscover.txt iblinkinfo.txt
         auditor ingest --kind syslog /var/log/ib-switches/syslog.1.gz /var/log/ib-switches/syslog
         auditor ingest --kind sacct sacct-24h.txt
+        auditor ingest --kind ibdiagnet /var/tmp/ibdiagnet2
         auditor ingest --kind joblog --job 4242 rank0.log
         auditor ingest --kind ethtool-module --host gpu-node-07 --port ib0 ethtool-m.txt
         auditor ingest --kind lfts --at 2026-11-30T06:00:00Z dump_lfts.txt
@@ -415,7 +417,7 @@ def suspects(
         coverage = blind_spots(store, ranking.evidence)
     data = ranking.as_json(limit) | {"coverage": coverage.as_json()}
     data |= age_json(ranking.evidence.watch)  # issue #25: how old the optics watch list is
-    _show(views.suspects(data, coverage.notes, fmt))
+    _show(views.suspects(data, coverage.notes, fmt, coverage.sources_note))
 
 
 @app.command("watch-list")

@@ -67,6 +67,10 @@ class SweepSettings:
     ibnetdiscover_args: tuple[str, ...] = ()
     iblinkinfo_args: tuple[str, ...] = ()
     ibqueryerrors_args: tuple[str, ...] = ()
+    # What reads the fabric: "infiniband-diags" (ibnetdiscover, iblinkinfo, ibqueryerrors) or
+    # "ibdiagnet" (one run, its output folder ingested as kind ibdiagnet; issue #24).
+    tool: str = "infiniband-diags"
+    ibdiagnet_args: tuple[str, ...] = ()
     sacct: bool = False  # also read Slurm accounting (sacct -P) in the sweep
     sacct_since: str = "now-1days"
     # Also read transceiver diagnostics (DDM): per connected switch port over the Onyx CLI, and
@@ -415,7 +419,7 @@ def load(config_path: Path | None, db: Path | None) -> Settings:
         top["sweep"] = SweepSettings(**_given(
             data["sweep"], base, paths=_SSH_PATHS, secrets=("password",),
             tuples=("ibnetdiscover_args", "iblinkinfo_args", "ibqueryerrors_args",
-                    "lfts_args")))
+                    "lfts_args", "ibdiagnet_args")))
     if "switches" in data:
         top["switches"] = tuple(_switch(item, base) for item in data["switches"])
     if "concurrency" in (snmp := data.get("snmp", {})):

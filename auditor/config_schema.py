@@ -176,6 +176,8 @@ class SweepTable(_Table):
     ibnetdiscover_args: list[str] | None = None
     iblinkinfo_args: list[str] | None = None
     ibqueryerrors_args: list[str] | None = None
+    tool: Literal["infiniband-diags", "ibdiagnet"] | None = None
+    ibdiagnet_args: list[str] | None = None
     sacct: bool | None = None
     sacct_since: str | None = None
     optics: bool | None = None

@@ -8,7 +8,8 @@
 -- readings from the last snapshot before the window on: 30 days of history stay untouched.
 with window_start as (
     select coalesce(max(observed_at), timestamp '1970-01-01') as first_at from sources
-    where kind in ('ibqueryerrors', 'perfquery', 'sysfs') and observed_at <= $since
+    where (kind in ('ibqueryerrors', 'perfquery', 'sysfs') or (kind = 'ibdiagnet' and has_counters))
+      and observed_at <= $since
 ),
 readings as (
     select c.guid, c.port, c.counter, c.seen_at, max(c.value) as value,

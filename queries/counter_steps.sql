@@ -21,7 +21,7 @@ with starts as (
            coalesce(max(observed_at) filter (where observed_at <= $since),
                     timestamp '1970-01-01') as rank_first
     from sources
-    where kind in ('ibqueryerrors', 'perfquery', 'sysfs')
+    where (kind in ('ibqueryerrors', 'perfquery', 'sysfs') or (kind = 'ibdiagnet' and has_counters))
 ),
 readings as (
     select c.guid, c.port, c.counter, c.seen_at, max(c.value) as value,

@@ -11,7 +11,8 @@
 -- (a 4X HDR port fills one in under a second; the 64-bit PortCountersExtended do not).
 with window_start as (
     select coalesce(max(observed_at), timestamp '1970-01-01') as first_at from sources
-    where kind in ('ibqueryerrors', 'perfquery', 'sysfs') and observed_at <= $since
+    where (kind in ('ibqueryerrors', 'perfquery', 'sysfs') or (kind = 'ibdiagnet' and has_counters))
+      and observed_at <= $since
 ),
 wanted as (
     select unnest($guids::varchar[]) as guid, unnest($ports::integer[]) as port,

@@ -4,4 +4,4 @@
 select count(*)::varchar || ':' || coalesce(sum(source_id), 0)::varchar || ':'
        || coalesce(max(source_id), 0)::varchar
 from sources
-where kind in ('ibnetdiscover', 'iblinkinfo');
+where (kind in ('ibnetdiscover', 'iblinkinfo') or (kind = 'ibdiagnet' and has_topology));

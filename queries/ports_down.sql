@@ -18,7 +18,8 @@ last_up as (
 ),
 snaps as (
     select distinct observed_at from sources
-    where kind in ('ibnetdiscover', 'iblinkinfo') and observed_at <= $seen_at
+    where (kind in ('ibnetdiscover', 'iblinkinfo') or (kind = 'ibdiagnet' and has_topology))
+      and observed_at <= $seen_at
 )
 select l.guid, l.port, l.peer_guid, l.peer_port, l.last_seen_up,
        (select min(s.observed_at) from snaps s where s.observed_at > l.last_seen_up) as down_since,

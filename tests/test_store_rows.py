@@ -23,6 +23,7 @@ from auditor.models import (
     Location,
     MaintenanceWindow,
     OpticsReading,
+    PortBer,
     PortEvent,
     Thresholds,
 )
@@ -139,6 +140,10 @@ def _fill(store: Store) -> None:
           "part_number": None, "vendor": None, "firmware": None, "guid": None, "port": None,
           "lane": None, "days": 1, "last_at": T0 + H, "peer_guid": None, "peer_port": None,
           "peer_name": None, "findings": "[]"}])
+    # a port's own BERs (ibdiagnet PHY_DB16), one with only some of them
+    store.add_port_ber(_source(store, "ibdiagnet", "k"), T0 + H, [
+        PortBer("0x1", 1, 1e-8, 2e-15, 3e-14, "PHY_DB16 field12-17"),
+        PortBer("0x1", 2, None, None, 5e-13, "PHY_DB16 field12-17")])
     store.add_inventory(_source(store, "inventory", "j"), [
         Location("leaf01", "fra1", "B", "B07", "38", ((1, "L1-P1"),)), Location("leaf02")])
     store.add_replacement("T-1", "cable", T0, ("0x1", 1, "leaf01"), ("0x2", 3, "gpu01"), ["MT1"])
@@ -152,6 +157,7 @@ ROWS: dict[str, tuple[Callable[[Store], list[Any]], object]] = {
     "events": (lambda s: s.events(T0, END), rows.EventRow),
     "counter_steps": (lambda s: s.counter_steps(T0, T0, END), rows.CounterStepRow),
     "counter_deltas": (lambda s: s.counter_deltas(T0, END), rows.CounterDeltaRow),
+    "port_bers": (lambda s: s.port_bers(T0, END), rows.PortBerRow),
     "jobs_ended": (lambda s: s.jobs_ended(T0, END, {"FAILED"}), rows.JobEndedRow),
     "jobs_during": (lambda s: s.jobs_during(T0, END, [(T0 + H, T0 + 2 * H)]),
                     rows.JobDuringRow),

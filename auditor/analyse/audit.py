@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
+from auditor.analyse.coverage import Coverage as SeenCoverage
 from auditor.analyse.coverage import blind_spots
 from auditor.analyse.evidence import Evidence
 from auditor.analyse.flaps import Flap
@@ -133,6 +134,8 @@ class Coverage:
     hosts_total: int
     failed: list[DeviceStatus]  # every device whose last collection was not ok
     blind_spots: list[str] = field(default_factory=list)  # coverage.blind_spots' notes
+    fabric_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # and its sources
+    sources_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +194,7 @@ def audit(store: Store, since: datetime, until: datetime,
         id(f) for n in ev.nodes for f in n.flaps}
     return Audit(
         evidence=ev, suspects=ranked, findings=findings, flaps=len(all_flaps),
-        coverage=_coverage(store.device_status(), blind_spots(store, ev).notes),
+        coverage=_coverage(store.device_status(), blind_spots(store, ev)),
         heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
@@ -368,7 +371,7 @@ def _with_paths(hood: Neighbourhood, g: graph.FabricGraph, paths: list[HoodPath]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges, paths=paths)
 
 
-def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:
+def _coverage(status: list[DeviceStatusRow], seen: SeenCoverage) -> Coverage:
     switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
     hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
     return Coverage(
@@ -376,7 +379,8 @@ def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:
         hosts_ok=sum(s["status"] == "ok" for s in hosts), hosts_total=len(hosts),
         failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
                              detail=s["detail"]) for s in status if s["status"] != "ok"],
-        blind_spots=notes)
+        blind_spots=seen.notes, fabric_sources=seen.fabric_sources,
+        sources_note=seen.sources_note)
 
 
 def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:

@@ -286,6 +286,9 @@ class PortBer:
     intervals: int
     bits_from: tuple[str, ...]
     trend: tuple[float, ...] = ()  # the BER of each interval, oldest first
+    # Set when the port's PHY reported the BER itself (ibdiagnet --get_phy_info, issue #24):
+    # what it reported, for the evidence ("ibdiagnet PHY_DB16 at 06:00: raw 1.2e-08, ...").
+    reported: str = ""
 
     @property
     def climbing(self) -> int:
@@ -312,6 +315,15 @@ def measure(intervals: list[Interval], *, speed: str | None, width: str | None,
                    intervals=len(carried),
                    bits_from=tuple(dict.fromkeys(i.bits_from for i in carried)),
                    trend=tuple(i.errors / i.bits for i in carried))
+
+
+def self_reported(symbol_ber: float, *, speed: str | None, width: str | None,
+                  model: str | None, media: str | None, said: str) -> PortBer:
+    """A port's symbol BER as its PHY reported it (not computed from counters): one reading,
+    judged by the same limit as a measured one."""
+    return PortBer(speed, width, model, media, errors=0, seconds=0.0, ber=symbol_ber,
+                   worst_ber=symbol_ber, worst_seconds=0.0, intervals=1,
+                   bits_from=("the port's own report",), reported=said)
 
 
 def nominal(width: str | None, speed: str | None) -> str:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         JobDuringRow,
         JobErrorRow,
         MaintenanceRow,
+        PortBerRow,
         UnlabelledJobLogRow,
     )
 
@@ -260,6 +261,48 @@ def _ber_evidence(fabric: Fabric, reads: _BerReads,
             links.setdefault(link, LinkEvidence(link)).symbol_ber[key] = measured
 
 
+def _reported_ber(fabric: Fabric, rows: list[PortBerRow], cables: dict[tuple[str, int], str],
+                  peers: dict[PortKey, PortKey], links: dict[LinkKey, LinkEvidence],
+                  cfg: RankingSettings) -> None:
+    """The symbol BER ports reported themselves in the window (ibdiagnet PHY_DB16, issue #24),
+    for the ports whose counters gave none: the BER rule judges it by the same limit. Only
+    ports on a link of the newest snapshot (a BER of a port no cable leaves is nothing to
+    replace), and only above the limit's warning level: a run reports every port of the
+    fabric, and a link with nothing against it needs no evidence record."""
+    linked = {(lk.a_guid, lk.a_port) for lk in fabric.links} | {
+        (lk.b_guid, lk.b_port) for lk in fabric.links}
+    wanted = [r for r in rows if r["symbol_ber"] is not None
+              and (r["guid"], r["port"]) in linked]
+    if not wanted:
+        return
+    rates, usual = _link_rates(fabric, {(r["guid"], r["port"]) for r in wanted})
+    for r in wanted:
+        key: PortKey = (r["guid"], r["port"])
+        peer = peers.get(key)
+        link = link_of([key, peer] if peer else [key])
+        le = links.get(link)
+        if le is not None and key in le.symbol_ber:
+            continue  # measured from its counters in the window: that wins
+        width, speed = rates.get(key) or usual or (None, None)
+        node = fabric.nodes.get(key[0])
+        cable = cables.get(key) or (cables.get(peer) if peer else None)
+        said = ", ".join(f"{name} {value:.1e}" for name, value in (
+            ("raw", r["raw_ber"]), ("effective", r["effective_ber"]),
+            ("symbol", r["symbol_ber"])) if value is not None)
+        measured = ber.self_reported(
+            r["symbol_ber"] or 0.0, speed=speed, width=width,
+            model=node.model if node else None, media=ber.media_of(cable),
+            said=f"ibdiagnet {r['origin']} at {r['seen_at']:%Y-%m-%d %H:%M}: {said}")
+        rate = (speed or "").upper()
+        limit = ber.symbol_limit(rate, model=measured.model, media=measured.media,
+                                 fec=cfg.ber_fec.get(rate), overrides=cfg.ber_limits)
+        if measured.worst_ber <= limit.warning:
+            continue
+        le = links.setdefault(link, LinkEvidence(link))
+        le.symbol_ber[key] = measured
+        le.counters.setdefault(key, {})
+
+
 def _fmt_t(at: datetime) -> str:
     return at.strftime("%H:%M:%S")
 
@@ -329,6 +372,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # Read while the snapshots are compared and the hosts indexed (which add no evidence:
     # the links keep the order they had).
     pending_ber = store.in_background(lambda s: _ber_reads(s, since, until, symbols, peers))
+    pending_reported = store.in_background(lambda s: s.port_bers(since, until))
     # The host names jobs were given (read after the BER's counters, which are needed first):
     # only the jobs on the hosts next to a flap are asked for below.
     pending_names = store.in_background(lambda s: s.job_host_names())
@@ -339,6 +383,16 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     resolver = HostResolver(fabric, addresses, aliases or {})
     hcas = Hcas(fabric)
     _ber_evidence(fabric, pending_ber.result(), symbols, peers, links)
+    # A run reports every port: those under the lowest warning level any limit has are
+    # nothing to judge (and no cable to look up).
+    floor = min([r.symbol_warning for r in ber.FIELD_TABLE] + [ber.IBTA_BER / 2]
+                + [v / 2 for v in cfg.ber_limits.values()])
+    reported = [r for r in pending_reported.result()
+                if r["symbol_ber"] is not None and r["symbol_ber"] > floor]
+    if reported:
+        keys = sorted({(r["guid"], r["port"]) for r in reported}
+                      | {p for r in reported if (p := peers.get((r["guid"], r["port"])))})
+        _reported_ber(fabric, reported, store.cable_types(keys), peers, links, cfg)
     for d in degraded:
         link = link_of([(d.ends[0].guid, d.ends[0].port), (d.ends[1].guid, d.ends[1].port)])
         links.setdefault(link, LinkEvidence(link)).degraded = (

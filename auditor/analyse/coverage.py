@@ -17,6 +17,12 @@ spots, and an operator knows which switch's syslog forwarding broke:
   the kernel log) and no Slurm node event (sacctmgr show event, slurmctld.log) names them, so a
   reboot of such a host is told from a cable fault only by its rails going down together (and
   on a single-rail host not at all).
+
+It also names what the fabric was read through in the window (issue #24: a site that keeps
+only ibdiagnet runs and NVOS or UFM events has no ibnetdiscover and no switch syslog):
+`fabric_sources`, per tool the snapshots taken (ibnetdiscover, iblinkinfo, ibqueryerrors,
+perfquery, ibdiagnet runs) and per origin the port events (syslog, ufm-events, opensm, snmp,
+ibdiagnet, ...), and `sources_note`, the same as one sentence.
 """
 
 from __future__ import annotations
@@ -43,6 +49,10 @@ MISSING_SHARE = 0.5  # a switch that logged less than this share of its expected
 MIN_EXPECTED = 2  # ... out of at least this many
 NAMES_SHOWN = 8
 NAME_SHOWN = 64
+# The kinds of the sources a fabric snapshot comes from (auditor/ingest/kinds.py, captures).
+SNAPSHOT_KINDS = ("ibdiagnet", "ibnetdiscover", "iblinkinfo", "ibqueryerrors", "perfquery")
+# Port events a snapshot comparison made: the fabric read twice, no source of its own.
+DERIVED_ORIGINS = frozenset({"topology"})
 
 
 @dataclass
@@ -60,6 +70,9 @@ class Coverage:
     switch_log_lines: int = 0  # port events from switch syslog in the window
     hosts_without_records: list[str] = field(default_factory=list)  # no boot / Slurm record
     host_records: dict[str, int] = field(default_factory=dict)  # source kind -> hosts named
+    # what the fabric was read through: kind/origin -> {"snapshots": n, "port_events": n}
+    fabric_sources: dict[str, dict[str, int]] = field(default_factory=dict)
+    sources_note: str = ""
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -72,6 +85,7 @@ class Coverage:
             "jobs_failed": self.jobs_failed, "jobs_without_logs": self.jobs_without_logs,
             "hosts_without_records": self.hosts_without_records,
             "host_records": self.host_records,
+            "fabric_sources": self.fabric_sources,
             "notes": self.notes,
         }
 
@@ -153,11 +167,42 @@ def _clock_offsets(pairs: list[tuple[str, str, float]]) -> dict[str, float]:
     return found
 
 
+def fabric_sources(snapshots: dict[str, int], events: list[EventRow]
+                   ) -> tuple[dict[str, dict[str, int]], str]:
+    """What the fabric was read through: per snapshot kind the sources observed, per event
+    origin the port events (both in the window), and the sentence that names them."""
+    found: dict[str, dict[str, int]] = {}
+    for kind in SNAPSHOT_KINDS:
+        if snapshots.get(kind):
+            found.setdefault(kind, {})["snapshots"] = snapshots[kind]
+    origins: dict[str, int] = defaultdict(int)
+    for e in events:
+        if e["origin"] not in DERIVED_ORIGINS:
+            origins[e["origin"]] += 1
+    for origin, n in sorted(origins.items()):
+        found.setdefault(origin, {})["port_events"] = n
+    parts = []
+    for name, counts in found.items():
+        said = []
+        if "snapshots" in counts:
+            n = counts["snapshots"]
+            said.append(f"{n} run{'s' if n != 1 else ''}" if name == "ibdiagnet"
+                        else f"{n} snapshot{'s' if n != 1 else ''}")
+        if "port_events" in counts:
+            n = counts["port_events"]
+            said.append(f"{n} port event{'s' if n != 1 else ''}")
+        parts.append(f"{clip(name, NAME_SHOWN)} ({', '.join(said)})")
+    return found, ("fabric read through: " + ", ".join(parts)) if parts else ""
+
+
 def blind_spots(store: Store, ev: Evidence) -> Coverage:
     """The coverage of the window `ev` was gathered for."""
     fabric = ev.fabric
     cov = Coverage(switches=sum(n.node_type == NodeType.SWITCH for n in fabric.nodes.values()))
-    _switch_logs(ev, [e for e in ev.events if ev.since <= e["event_at"] <= ev.until], cov)
+    window = [e for e in ev.events if ev.since <= e["event_at"] <= ev.until]
+    _switch_logs(ev, window, cov)
+    cov.fabric_sources, cov.sources_note = fabric_sources(
+        store.source_kinds(ev.since, ev.until), window)
     names, guids = store.hosts_read(ev.until)
     hosts: dict[str, bool] = {}
     for g, n in fabric.nodes.items():

@@ -205,10 +205,12 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
                     else "symbol BER not known (no link speed and no data counters)"
                     if symbols else "")
             # The counts cover the port's readings in the window: the BER's span when known.
-            span = measured.seconds / 3600 if measured is not None else hours
-            evidence.append(f"{name} port {port_key[1]}: {said}{'; ' if said else ''}"
-                            f"{symbols} symbol errors, {recov} link-error recoveries, {rcv} "
-                            f"receive errors in {span:.1f} h")
+            span = measured.seconds / 3600 if measured is not None and measured.seconds \
+                else hours
+            counts = (f"{symbols} symbol errors, {recov} link-error recoveries, {rcv} receive "
+                      f"errors in {span:.1f} h") if counters else ""
+            evidence.append(f"{name} port {port_key[1]}: {said}"
+                            f"{'; ' if said and counts else ''}{counts}")
             worst = max(worst, over)
     if erroring:
         # How far over the BER limit matters: 30x over is a cable about to fail; between the
@@ -269,7 +271,9 @@ def _ber_sentence(measured: ber.PortBer, limit: ber.Limit) -> str:
     BER shown beside it."""
     worst_h, all_h = measured.worst_seconds / 3600, measured.seconds / 3600
     span = f"over {worst_h:.1f} h"
-    if measured.intervals > 1:
+    if measured.reported:
+        span = f"as the port reported it ({measured.reported})"
+    elif measured.intervals > 1:
         span = (f"in the worst of {measured.intervals} intervals ({worst_h:.1f} h; "
                 f"{measured.ber:.1e} over all {all_h:.1f} h)")
     if measured.worst_ber > limit.ber:
@@ -279,8 +283,9 @@ def _ber_sentence(measured: ber.PortBer, limit: ber.Limit) -> str:
                 f"{limit.ber:.0e}")
     else:
         side = f"within the {limit.kind} limit {limit.ber:.0e}"
-    return (f"symbol BER {measured.worst_ber:.1e} {span} at {measured.width} {measured.speed} "
-            f"(bits: {' / '.join(measured.bits_from)}), {side} ({limit.source})")
+    bits = "" if measured.reported else f" (bits: {' / '.join(measured.bits_from)})"
+    return (f"symbol BER {measured.worst_ber:.1e} {span} at {measured.width} {measured.speed}"
+            f"{bits}, {side} ({limit.source})")
 
 
 # A flap that crossing jobs lived through weighs what a reseat that killed nothing weighs.

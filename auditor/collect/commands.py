@@ -68,6 +68,58 @@ _ETHTOOL_WRITES = frozenset({"-E", "--change-eeprom", "-s", "--change", "-K", "-
                              "--flash", "-t", "--test", "--reset"})
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}", re.ASCII)  # fullmatch only
 
+# ibdiagnet (issue #24, `[sweep] tool = "ibdiagnet"`), checked against NVIDIA's IBUtils2 manual
+# (docs.nvidia.com/networking, "IBUtils2 Utility Documentation" v2.23.0 and v2.24.0, pages
+# "Basic Commands", "Port Counters", "Phy Diagnostic (Plugin)", "Cable Diagnostic"; "ibdiagnet
+# User Manual" v2.8.0 "PHY Diagnostics"). Its default run only queries: the port counters are
+# "collected by default" (Port Counters) and every clearing is an option of its own, named
+# below so the refusal says why: `--pc` resets the fabric's PortCounters (the v2.8 PHY page's
+# note on --reset_phy_info: "use this option with --pc, as both options have cross counters"),
+# `--scr` "Resets all the NVIDIA Diagnostic counters", `--reset_phy_info` "Query and clear all
+# ports phy information", `--reset_p_info` the same for HCA PCI information,
+# `--clear_congestion_counters` "Displays Congestion Counters and clear them", and `--ber_test`
+# runs a BER test (Basic Commands; SwitchX/ConnectX-3/4 only, "use --get_phy_info for BER
+# validation" on later devices). Only the flags below pass, a value after those that take one;
+# everything else (the SHARP am_key, routing, config files, ...) is refused.
+_IBDIAGNET_WRITES = frozenset({"--pc", "--scr", "--reset_phy_info", "--reset_p_info",
+                               "--clear_congestion_counters", "--ber_test"})
+# reads that add tables to the db_csv: CABLE_INFO, PHY_DB*, per-lane PM, ...
+_IBDIAGNET_FLAGS = frozenset({"--get_cable_info", "--cable_info_disconnected", "--get_phy_info",
+                              "--pm_per_lane", "--per_slvl_cntrs", "--sc", "--discovery_only"})
+# flags that take a value, and the values they may take
+_IBDIAGNET_VALUED: dict[str, re.Pattern[str]] = {
+    "-o": re.compile(r"[A-Za-z0-9_./+-]{1,4096}", re.ASCII),
+    "--output_path": re.compile(r"[A-Za-z0-9_./+-]{1,4096}", re.ASCII),
+    "-i": _NAME, "--device": _NAME,
+    "-p": re.compile(r"\d{1,3}"), "--port": re.compile(r"\d{1,3}"),
+    "--pm_pause_time": re.compile(r"\d{1,5}"),
+    "--extended_speeds": re.compile(r"sw|all"),
+    "--back_compat_db": re.compile(r"\d{1,2}(?:\.\d{1,2})?"),
+    "--screen_num_errs": re.compile(r"\d{1,6}"),
+    "--skip": re.compile(r"[a-z_]{1,40}(?:,[a-z_]{1,40}){0,20}"),
+    "--disable_output": re.compile(r"[a-z_:]{1,60}(?:,[a-z_:]{1,60}){0,20}"),
+    "--enable_output": re.compile(r"[a-z_:]{1,60}(?:,[a-z_:]{1,60}){0,20}"),
+}
+
+
+def _check_ibdiagnet(args: list[str]) -> None:
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg in _IBDIAGNET_WRITES:
+            raise ConfigError(f"ibdiagnet {arg}: would write to the fabric (clears counters "
+                              "or runs a test); refused")
+        if arg in _IBDIAGNET_FLAGS:
+            continue
+        pattern = _IBDIAGNET_VALUED.get(arg)
+        if pattern is None:
+            raise ConfigError(f"ibdiagnet {arg[:40]}: flag not on the read-only allowlist")
+        if not rest or rest[0].startswith("-") or not pattern.fullmatch(rest[0]) \
+                or ".." in rest[0].split("/"):
+            raise ConfigError(f"ibdiagnet {arg} {(rest[0] if rest else '')[:40]}: not a value "
+                              "the allowlist takes")
+        rest.pop(0)
+
 
 def _check_optics(tool: str, args: list[str]) -> None:
     """The one read form of mlxlink and ethtool, or ConfigError."""
@@ -105,6 +157,9 @@ def check(argv: list[str]) -> list[str]:
     tool, args = argv[0], argv[1:]
     if tool in ("mlxlink", "ethtool"):
         _check_optics(tool, args)
+        return argv
+    if tool == "ibdiagnet":
+        _check_ibdiagnet(args)
         return argv
     if tool not in _FLAGS:
         raise ConfigError(f"{tool}: not on the read-only command allowlist")

@@ -7,10 +7,11 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from auditor.portmap import PortMap
 from auditor.store import SourceMeta, Store, utc_naive
 from auditor.store.lfts import StoredLft
 
+if TYPE_CHECKING:
+    from auditor.parse.ibdiagnet import IbdiagnetResult
+
 KINDS = ("auto", *kinds.names("captures"))
 
 
@@ -59,6 +63,7 @@ class _Parsed:
     lfts: ForwardingTables | None = None
     options: str | None = None
     not_utf8: list[tuple[int, str]] = field(default_factory=list)  # (line number, line as read)
+    diag: IbdiagnetResult | None = None  # an ibdiagnet run: what it says beside topology/counters
 
 
 def place_unmapped_events(store: Store, at: datetime, aliases: dict[str, str] | None) -> int:
@@ -102,13 +107,27 @@ def detect_kind(text: str, path: str) -> str:
                        f"({', '.join(KINDS[1:])}): {line[:80]!r}")
 
 
+def _parse_ibdiagnet(path: Path) -> _Parsed:
+    from auditor.ingest.ibdiagnet import read_run
+
+    run = read_run(path)
+    r = run.result
+    return _Parsed(str(path), "ibdiagnet", run.sha256, run.lines, topology=r.topology,
+                   counters=r.counters, not_utf8=run.not_utf8, diag=r)
+
+
 def parse_file(path: Path, kind: str) -> _Parsed:
+    """Read and parse one capture (an ibdiagnet output folder too)."""
+    if kind == "ibdiagnet" or (kind == "auto" and path.is_dir()):
+        return _parse_ibdiagnet(path)
     text, digest, not_utf8 = read_capture(path)
     if kind == "auto":
         kind = detect_kind(text, str(path))
     entry = kinds.get(kind)
     if entry is None or entry.family != "captures":
         raise AuditorError(f"{path}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    if kind == "ibdiagnet":
+        return _parse_ibdiagnet(path)
     if not text or text.isspace():  # (not text.strip(): that copies the text)
         raise AuditorError(f"{path}:1: empty file, nothing to ingest")
     try:
@@ -251,7 +270,8 @@ def ingest_files(
     moment = at or now or datetime.now().astimezone()
     parsed = [parse_file(p, kind) for p in paths]
     # Topology captures first, ibnetdiscover before iblinkinfo: they name what the others refer to.
-    order = {"ibnetdiscover": 0, "iblinkinfo": 1, "perfquery": 2, "ibqueryerrors": 2, "lfts": 3}
+    order = {"ibnetdiscover": 0, "ibdiagnet": 0, "iblinkinfo": 1, "perfquery": 2,
+             "ibqueryerrors": 2, "lfts": 3}
     parsed.sort(key=lambda p: order[p.kind])
     results: list[IngestResult] = []
     ident = _Identity()
@@ -264,62 +284,103 @@ def ingest_files(
             ident.by_lid.setdefault(lid, guid)
     seen: set[str] = set()
     snapshot_source: int | None = None
+    snapshot_at = moment
     with store.transaction():
         for item in parsed:
             result = IngestResult(item.path, item.kind, "ingested")
             results.append(result)
             item.options = options_key(kind=item.kind, **kinds.kind(item.kind).option_values(
                 {"names": digest_of(node_names)}))
+            # An ibdiagnet run is dated by its own `Running timestamp` unless --at says.
+            when = moment
+            if not explicit and item.diag is not None and item.diag.run_at is not None:
+                when = item.diag.run_at
             result.status = "already ingested" if item.sha256 in seen else \
-                claim_source(store, item.sha256, item.options, moment, explicit)
+                claim_source(store, item.sha256, item.options, when, explicit)
             if result.status == "already ingested":
                 continue
             seen.add(item.sha256)
+            sid = _store_capture(store, item, ident, result, when, _meta_of(
+                item, origin, when, explicit), node_names or {})
             if item.topology is not None:
-                topo = _reconcile(item.topology, ident, result.warnings)
-                if topo.duplicates:
-                    topo = guid_clashes.prefer_owners(topo, _owners(store, moment, topo))
-                ident.learn_topology(topo)
-                result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
-                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
-                store.add_nodes(sid, moment, _named(topo, node_names or {}))
-                store.add_ports(sid, moment, topo.ports)
-                store.add_links(sid, moment, topo.links)
-                if topo.cut:
-                    why = f"node description over {DESCRIPTION_MAX} characters (cut)"
-                    store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
-                    result.warnings.append(f"{len(topo.cut)} line(s): {why}")
-                issues, warnings = guid_clashes.findings(topo)
-                store.add_issues(sid, issues)
-                result.warnings += warnings
-                snapshot_source = snapshot_source or sid
-            elif item.lfts is not None:
-                result.records = len(item.lfts.switches)
-                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
-                store.add_lft_capture(sid, moment, stored_tables(item.lfts.switches),
-                                      lmc_of(item.lfts))
-                if item.lfts.cut:
-                    why = f"node description over {DESCRIPTION_MAX} characters (cut)"
-                    store.add_issues(sid, [(why, len(item.lfts.cut), *item.lfts.cut[0])])
-                    result.warnings.append(f"{len(item.lfts.cut)} line(s): {why}")
-            else:
-                table = _counter_table(item.counters or [], ident, item.path)
-                result.records = len(table.names)
-                sid = store.add_source(_meta(item, origin, moment, explicit, result.records))
-                store.add_counters(sid, moment, table)
+                if snapshot_source is None:
+                    snapshot_source, snapshot_at = sid, when
+                snapshot_at = max(snapshot_at, when)
             if item.not_utf8:
                 store.add_issues(sid, [(NOT_UTF8_ESCAPED, len(item.not_utf8),
                                         *item.not_utf8[0])])
                 result.warnings.append(f"{len(item.not_utf8)} line(s): {NOT_UTF8_ESCAPED}")
             result.source_id = sid
         if snapshot_source is not None:
-            times = store.snapshot_times(moment, limit=2)
+            times = store.snapshot_times(snapshot_at, limit=2)
             if len(times) == 2:
                 # A flap seen only as a link missing from one sweep is still a flap.
                 store.add_topology_events(snapshot_source, times[0], times[1])
-            place_unmapped_events(store, moment, aliases)
+            place_unmapped_events(store, snapshot_at, aliases)
             store.refresh_fabric_cache()
     return results
+
+
+def _meta_of(item: _Parsed, origin: str, at: datetime, explicit: bool
+             ) -> Callable[[int], SourceMeta]:
+    def meta(records: int) -> SourceMeta:
+        return SourceMeta(item.kind, item.path, item.sha256, origin, at, explicit, item.lines,
+                          0, records, item.options)
+    return meta
+
+
+def _store_capture(store: Store, item: _Parsed, ident: _Identity, result: IngestResult,
+                   when: datetime, meta: Callable[[int], SourceMeta],
+                   node_names: dict[str, str]) -> int:
+    """Store one capture's topology and counters (both, for an ibdiagnet run, under one
+    source, with the rest of the run); returns its source id."""
+    if item.lfts is not None:
+        result.records = len(item.lfts.switches)
+        sid = store.add_source(meta(result.records))
+        store.add_lft_capture(sid, when, stored_tables(item.lfts.switches), lmc_of(item.lfts))
+        if item.lfts.cut:
+            why = f"node description over {DESCRIPTION_MAX} characters (cut)"
+            store.add_issues(sid, [(why, len(item.lfts.cut), *item.lfts.cut[0])])
+            result.warnings.append(f"{len(item.lfts.cut)} line(s): {why}")
+        return sid
+    topo = None
+    named: list[FabricNode] = []
+    if item.topology is not None:
+        topo = _reconcile(item.topology, ident, result.warnings)
+        if topo.duplicates:
+            topo = guid_clashes.prefer_owners(topo, _owners(store, when, topo))
+        ident.learn_topology(topo)
+        named = _named(topo, node_names)
+        result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
+    table = None
+    if item.counters is not None or (topo is None and item.diag is None):
+        table = _counter_table(item.counters or [], ident, item.path)
+        result.records += len(table.names)
+    if item.diag is not None:
+        from auditor.ingest.ibdiagnet import records_of
+
+        result.records += records_of(item.diag)
+    sid = store.add_source(meta(result.records))
+    if topo is not None:
+        store.add_nodes(sid, when, named)
+        store.add_ports(sid, when, topo.ports)
+        store.add_links(sid, when, topo.links)
+        if topo.cut:
+            why = f"node description over {DESCRIPTION_MAX} characters (cut)"
+            store.add_issues(sid, [(why, len(topo.cut), *topo.cut[0])])
+            result.warnings.append(f"{len(topo.cut)} line(s): {why}")
+        issues, warnings = guid_clashes.findings(topo)
+        store.add_issues(sid, issues)
+        result.warnings += warnings
+    if table is not None:
+        store.add_counters(sid, when, table)
+    if item.diag is not None:
+        from auditor.ingest.ibdiagnet import store_run
+
+        store.mark_source_holds(sid, topology=topo is not None, counters=table is not None)
+        result.warnings += store_run(store, sid, when, item.diag,
+                                     {n.guid: n.name for n in named})
+    return sid
 
 
 def stored_tables(tables: Sequence[SwitchLft]) -> list[StoredLft]:
@@ -345,11 +406,6 @@ def lmc_of(tables: ForwardingTables) -> int:
     widest = max((o.count for o in tables.owners.values() if o.node_type != NodeType.SWITCH),
                  default=1)
     return max(widest, 1).bit_length() - 1
-
-
-def _meta(item: _Parsed, origin: str, at: datetime, explicit: bool, records: int) -> SourceMeta:
-    return SourceMeta(item.kind, item.path, item.sha256, origin, at, explicit, item.lines, 0,
-                      records, item.options)
 
 
 __all__ = ["KINDS", "IngestResult", "Port", "detect_kind", "ingest_files", "parse_file"]

@@ -124,6 +124,14 @@ KINDS: tuple[Kind, ...] = (
          "forwarding tables: dump_lfts.sh, ibroute", "dump_lfts",
          expect="tables", fixture_parse="auditor.parse.dump_lfts:parse_dump_lfts",
          signs=(Sign(r"^(Unicast lids \[|dump_ucast_routes: Switch 0x)"),)),
+    # An ibdiagnet run (issue #24): its output folder, its db_csv (every table, recognised by
+    # its first `START_<TABLE>` line) or, alone, its net_dump (a switch line `"<desc>",
+    # <vendor>, 0x<guid>, LID <n>` first): topology, counters, cables, labels, BER, findings.
+    Kind("ibdiagnet", "captures", "auditor.parse.ibdiagnet:parse_ibdiagnet",
+         "ibdiagnet: its folder, db_csv, net_dump", "ibdiagnet",
+         expect="ibdiagnet", options=("names",),
+         signs=(Sign(r"^START_[A-Z][A-Z0-9_]*,*$"),
+                Sign(r'^"[^"]*"\s*,\s*[^,]*,\s*0x[0-9a-fA-F]{1,16}\s*,\s*LID\s+\d{1,5}\s*$'))),
     # logs: port events, each file scanned for its prefilter's lines
     Kind("syslog", "logs", "auditor.parse.syslog:parse_syslog_lines",
          "switch syslog (RFC 3164, 3339, 5424)", "syslog", expect="events",
@@ -204,7 +212,8 @@ KINDS: tuple[Kind, ...] = (
                 # NVUE's hyphenated lower-case keys
                 Sign(r"^(?:cable-type|diagnostics-status|ch-\d+-rx-power)\s*:"))),
     # parsers with fixtures that are no ingest kind: the collectors' own, and the forwarding
-    # tables and NVIDIA formats of issues #23 and #24 (their ingest comes with those issues)
+    # tables and NVIDIA formats of issues #23 and #24 (their ingest comes with those issues;
+    # ibdiagnet's log and net_dump are read by the `ibdiagnet` kind, in its folder)
     Kind("node-name-map", None, "auditor.parse.nodedesc:parse_node_name_map",
          "the site's node-name map (config node_name_map)", "nodedesc", expect="value"),
     Kind("hostlist", None, "auditor.parse.hostlist:expand_hostlist",
@@ -222,8 +231,6 @@ KINDS: tuple[Kind, ...] = (
          "forwarding tables: opensm.fdbs (#23)", "opensm_fdbs", expect="tables"),
     Kind("ibtracert", None, "auditor.parse.ibtracert:parse_ibtracert",
          "routes: ibtracert (#23)", "ibtracert", expect="tables"),
-    Kind("ibdiagnet", None, "auditor.parse.ibdiagnet:parse_ibdiagnet",
-         "ibdiagnet2.db_csv (#24)", "ibdiagnet", expect="ibdiagnet"),
     Kind("ibdiagnet-log", None, "auditor.parse.ibdiagnet:parse_ibdiagnet_log",
          "ibdiagnet2.log (#24)", "ibdiagnet_log", expect="events", params=("at",)),
     Kind("ibdiagnet-net-dump", None, "auditor.parse.ibdiagnet:parse_ibdiagnet_net_dump",
@@ -240,7 +247,8 @@ KINDS: tuple[Kind, ...] = (
 # order their signs are tried; a kind named twice has two signs, tried in turn. Captures and
 # jobs try each sign on the lines their family reads, optics and logs each line with every sign.
 AUTO_ORDER: tuple[tuple[Family, tuple[str, ...]], ...] = (
-    ("captures", ("ibnetdiscover", "iblinkinfo", "perfquery", "ibqueryerrors", "lfts")),
+    ("captures", ("ibnetdiscover", "iblinkinfo", "perfquery", "ibqueryerrors", "lfts",
+                  "ibdiagnet", "ibdiagnet")),
     # Before the job kinds: a module's `Identifier : 0x11 (QSFP28)` is no site file. First
     # the command lines, then the formats' own first fields.
     ("optics", ("ethtool-module", "mlxlink-module", "onyx-optics",

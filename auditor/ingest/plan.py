@@ -42,6 +42,15 @@ def plan_ingest(paths: Sequence[Path], kind: str) -> IngestPlan:
         return _plan(entry.family, list(paths), kind)
     plan = IngestPlan([], "auto", [], "auto")
     for path in paths:
+        if path.is_dir():
+            from auditor.ingest.ibdiagnet import is_run_folder
+
+            # An ibdiagnet output folder is the only folder a kind reads (issue #24).
+            if not is_run_folder(path):
+                raise AuditorError(f"{path}: a folder, and no ibdiagnet output folder (no "
+                                   "ibdiagnet2.db_csv or .net_dump in it); pass its files")
+            plan.captures.append(path)
+            continue
         raw = read_head(path)
         # Lines holding NUL bytes (a crash's debris in a log) are blanked for recognition.
         head = b"\n".join(b"" if b"\x00" in line else line

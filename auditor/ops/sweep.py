@@ -9,7 +9,7 @@ from pathlib import Path
 
 from auditor.collect.runner import CommandResult, Runner, save_capture
 from auditor.config import Settings
-from auditor.errors import AuditorError, CollectError
+from auditor.errors import AuditorError, CollectError, ConfigError
 from auditor.ingest.captures import IngestResult, ingest_files
 from auditor.ops.hosts import collect_hosts
 from auditor.ops.switches import collect_cli, poll_snmp
@@ -40,20 +40,51 @@ def _ok(name: str, result: CommandResult) -> bool:
     return result.exit_code in codes and bool(result.stdout.strip())
 
 
+def _ibdiagnet_step(out_dir: Path, out: CommandResult, files: list[Path],
+                    result: SweepResult) -> None:
+    """An ibdiagnet run is read when it left its db_csv (or net_dump), whatever its exit code:
+    the manual pages cited in auditor/collect/commands.py do not document its codes, and a
+    run whose checks found errors is the one to read (as ibqueryerrors' exit 1 is)."""
+    from auditor.ingest.ibdiagnet import is_run_folder
+
+    if is_run_folder(out_dir):
+        files.append(out_dir)
+        result.commands.append({"command": "ibdiagnet", "status": "ok",
+                                "detail": f"{out_dir} (exit {out.exit_code})"})
+        return
+    first = (out.stderr.strip().splitlines() or out.stdout.strip().splitlines()[-1:]
+             or ["no output"])[0][:200]
+    result.commands.append({"command": "ibdiagnet", "status": "failed",
+                            "detail": f"exit {out.exit_code}, no ibdiagnet2.db_csv in "
+                            f"{out_dir}: {first}"})
+
+
 SACCT_FORMAT = ("--format=JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,End,NNodes,"
                 "NodeList,AllocTRES")
 
 
-def plan(settings: Settings) -> list[tuple[str, list[str]]]:
+IBDIAGNET_FOLDER = "ibdiagnet2"  # the run's output folder, in the sweep's capture folder
+
+
+def plan(settings: Settings, folder: Path | None = None) -> list[tuple[str, list[str]]]:
+    """The commands of one sweep; `folder`: where its captures go (ibdiagnet writes its output
+    folder there, `-o <folder>/ibdiagnet2`)."""
     s = settings.sweep
-    steps = [("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args])]
-    if s.lfts:
-        # right after the topology it is read against: the SM may reroute at any moment
-        steps.append(("dump_lfts", [s.lfts_command, *s.lfts_args]))
-    steps += [
-        ("iblinkinfo", ["iblinkinfo", *s.iblinkinfo_args]),
-        ("ibqueryerrors", ["ibqueryerrors", *s.ibqueryerrors_args]),
-    ]
+    if s.tool == "ibdiagnet":
+        if {"-o", "--output_path"} & set(s.ibdiagnet_args):
+            raise ConfigError("sweep.ibdiagnet_args: no -o/--output_path; the sweep writes the "
+                              "run into its capture folder")
+        out = (folder or settings.captures_dir) / IBDIAGNET_FOLDER
+        steps = [("ibdiagnet", ["ibdiagnet", *s.ibdiagnet_args, "-o", str(out)])]
+    else:
+        steps = [("ibnetdiscover", ["ibnetdiscover", *s.ibnetdiscover_args])]
+        if s.lfts:
+            # right after the topology it is read against: the SM may reroute at any moment
+            steps.append(("dump_lfts", [s.lfts_command, *s.lfts_args]))
+        steps += [
+            ("iblinkinfo", ["iblinkinfo", *s.iblinkinfo_args]),
+            ("ibqueryerrors", ["ibqueryerrors", *s.ibqueryerrors_args]),
+        ]
     if s.sacct:
         steps.append(("sacct", ["sacct", "-P", "--allusers", "--allocations", "--duplicates",
                                 f"--starttime={s.sacct_since}", "--endtime=now", SACCT_FORMAT]))
@@ -67,14 +98,23 @@ def sweep(store: Store, settings: Settings, runner: Runner,
     moment = at or datetime.now(UTC)
     folder = settings.captures_dir / moment.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     result = SweepResult(moment, folder, runner.where)
+    steps = plan(settings, folder)
+    if settings.sweep.tool == "ibdiagnet" and runner.where != "local":
+        # Its output is a folder of files on the host that ran it, not its stdout: the runner
+        # brings back stdout only (fetching the folder over SSH is not built).
+        raise ConfigError(f"sweep.tool = \"ibdiagnet\" runs only on this machine; unset "
+                          f"sweep.host ({runner.where}) or run the auditor where ibdiagnet runs")
     files: list[Path] = []
-    for name, argv in plan(settings):
+    for name, argv in steps:
         try:
             out = runner.run(argv)
         except CollectError as exc:
             result.commands.append({"command": name, "status": "failed", "detail": str(exc)})
             continue
         path = save_capture(folder, name, out)
+        if name == "ibdiagnet":
+            _ibdiagnet_step(folder / IBDIAGNET_FOLDER, out, files, result)
+            continue
         if _ok(name, out):
             files.append(path)
             result.commands.append({"command": name, "status": "ok", "detail": str(path)})
@@ -84,8 +124,10 @@ def sweep(store: Store, settings: Settings, runner: Runner,
                                     "detail": f"exit {out.exit_code}: {first}"})
     fabric_files = [f for f in files if f.stem not in ("sacct", "dump_lfts")]
     if fabric_files:
-        result.ingested = ingest_files(store, fabric_files, at=moment, origin=runner.where,
-                                       node_names=node_names, aliases=settings.aliases)
+        kind = "ibdiagnet" if settings.sweep.tool == "ibdiagnet" else "auto"
+        result.ingested = ingest_files(store, fabric_files, kind=kind, at=moment,
+                                       origin=runner.where, node_names=node_names,
+                                       aliases=settings.aliases)
     # The forwarding tables on their own: a table the parser refuses must not cost the sweep
     # its topology and counters.
     for lfts in (f for f in files if f.stem == "dump_lfts"):

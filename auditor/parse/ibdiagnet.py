@@ -227,6 +227,17 @@ def _header_info(line: str, info: dict[str, object]) -> None:
         info["version"] = clip(v.group(1), EXAMPLE_MAX)
 
 
+def run_header(text: str) -> tuple[datetime | None, str | None]:
+    """When the run was (aware UTC) and the version that ran, from the `#` header of a
+    db_csv or net_dump (its first 20 lines); None for what it does not say."""
+    info: dict[str, object] = {}
+    for line in split_lines(text[:8192])[:20]:
+        _header_info(line, info)
+    run_at, version = info.get("run_at"), info.get("version")
+    return (run_at if isinstance(run_at, datetime) else None,
+            version if isinstance(version, str) else None)
+
+
 def split_sections(text: str, kind: str = _KIND) -> tuple[dict[str, Section], dict[str, object]]:
     """The tables of a db_csv by name, and what its `#` header says (`run_at`, `version`)."""
     sections: dict[str, Section] = {}
@@ -866,11 +877,7 @@ def parse_ibdiagnet_folder(files: Mapping[str, str]) -> IbdiagnetResult:
     if result.topology is None and net_dump is not None:
         result.topology = parse_ibdiagnet_net_dump(net_dump)
         if result.run_at is None:
-            info: dict[str, object] = {}
-            for line in split_lines(net_dump)[:20]:
-                _header_info(line, info)
-            found = info.get("run_at")
-            result.run_at = found if isinstance(found, datetime) else None
+            result.run_at = run_header(net_dump)[0]
     if log is not None:
         parsed = parse_ibdiagnet_log(log, at=result.run_at)
         result.events = parsed.events

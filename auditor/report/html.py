@@ -148,7 +148,7 @@ def _coverage(c: document.Coverage) -> dict[str, Any]:
     complete = bool(parts) and not failed and all(ok == total for _, ok, total in counts)
     blind = [_str(n) for n in c["blind_spots"]]
     return {"line": line, "failed": failed, "complete": complete and not blind,
-            "blind_spots": blind}
+            "blind_spots": blind, "sources": _str(c.get("sources_note", ""))}
 
 
 def _summary(s: document.Summary) -> list[dict[str, str]]:

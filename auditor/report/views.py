@@ -126,7 +126,9 @@ def flaps(rows: list[dict[str, Any]], fmt: str, start: datetime, end: datetime) 
                         title=f"flaps {start:%Y-%m-%d %H:%M} .. {end:%Y-%m-%d %H:%M} UTC")]
 
 
-def suspects(data: dict[str, Any], notes: list[str], fmt: str) -> list[str]:
+def suspects(data: dict[str, Any], notes: list[str], fmt: str, sources: str = "") -> list[str]:
+    """The suspects table (or JSON/CSV); under the table, what the fabric was read through
+    (`sources`) and what the evidence could not see (`notes`)."""
     if fmt == "json":
         return [to_json(data)]
     rows = [{
@@ -143,6 +145,7 @@ def suspects(data: dict[str, Any], notes: list[str], fmt: str) -> list[str]:
             f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
             f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained",
             render_rows(rows, "table", title="suspects, best first"),
+            *([inert(sources, NOTE_MAX)] if sources else []),
             # a note names hosts, switches and jobs: bounded like any cell of fabric text
             *(inert(f"could not see: {note}", NOTE_MAX) for note in notes),
             *watch_age(data)]

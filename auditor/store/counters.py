@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from auditor.models import CounterTable
+from auditor.models import CounterTable, PortBer
 from auditor.store.connection import Connection, utc_naive
 
 if TYPE_CHECKING:
-    from auditor.store.rows import CounterDeltaRow, CounterStepRow
+    from auditor.store.rows import CounterDeltaRow, CounterStepRow, PortBerRow
 
 
 class CounterQueries(Connection):
@@ -29,6 +29,20 @@ class CounterQueries(Connection):
             self.run("counters_insert", source_id=source_id, seen_at=utc_naive(seen_at))
         finally:
             self._con.unregister("counter_batch")
+
+    def add_port_ber(self, source_id: int, seen_at: datetime, rows: Sequence[PortBer]) -> None:
+        """The BERs ports reported themselves (ibdiagnet PHY_DB16), as read at `seen_at`."""
+        if not rows:
+            return
+        self.run("port_ber_insert", source_id=source_id, seen_at=utc_naive(seen_at),
+                 guid=[r.guid for r in rows], port=[r.port for r in rows],
+                 raw_ber=[r.raw_ber for r in rows], effective_ber=[r.effective_ber for r in rows],
+                 symbol_ber=[r.symbol_ber for r in rows], origin=[r.source for r in rows])
+
+    def port_bers(self, since: datetime, until: datetime) -> list[PortBerRow]:
+        """Per port, the newest BER it reported itself in [since, until]."""
+        return cast("list[PortBerRow]", self.run_dicts(
+            "port_ber_window", since=utc_naive(since), until=utc_naive(until)))
 
     def counter_deltas(self, since: datetime, until: datetime) -> list[CounterDeltaRow]:
         """Counter increases per port between readings in (since, until]; resets handled."""

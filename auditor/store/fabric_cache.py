@@ -165,9 +165,16 @@ class FabricCache(Connection):
     _cached_fabric: _CachedFabric | None = None
     _fabric_read = False
 
+    _cache_due = False
+
     def _migrated(self, version: int) -> None:
+        # A database from before the cache: build it once, after the last step, whose schema
+        # the snapshot queries read (schema 16 added sources.has_topology to snapshot_times).
         if version == _FABRIC_CACHE_VERSION:
-            self.refresh_fabric_cache()  # a database from before it: build it once
+            self._cache_due = True
+        if self._cache_due and version == self.latest_version():
+            self._cache_due = False
+            self.refresh_fabric_cache()
 
     def snapshot_times(self, at: datetime, limit: int = 2) -> list[datetime]:
         """Times of the newest topology snapshots at or before `at`, newest first."""

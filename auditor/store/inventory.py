@@ -27,6 +27,13 @@ class InventoryQueries(Connection):
             self.run("port_labels_insert", source_id=source_id, name=[x[0] for x in labels],
                      port=[x[1] for x in labels], label=[x[2] for x in labels])
 
+    def add_port_labels(self, source_id: int, rows: Sequence[tuple[str, int, str]]) -> None:
+        """Front-panel labels (node name, port, label) a fabric tool reported (ibdiagnet's
+        PORT_HIERARCHY_INFO), under its source."""
+        if rows:
+            self.run("port_labels_insert", source_id=source_id, name=[r[0] for r in rows],
+                     port=[r[1] for r in rows], label=[r[2] for r in rows])
+
     def locations(self) -> dict[str, LocationRow]:
         return {r["name"]: r for r in cast("list[LocationRow]",
                                            self.run_dicts("inventory_latest"))}

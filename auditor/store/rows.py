@@ -85,6 +85,18 @@ class CounterDeltaRow(CounterStepRow):
     value: int
 
 
+class PortBerRow(TypedDict):
+    """A port's newest self-reported BER in a window (port_ber_window.sql)."""
+
+    guid: str
+    port: int
+    raw_ber: float | None
+    effective_ber: float | None
+    symbol_ber: float | None
+    origin: str
+    seen_at: datetime
+
+
 # -- jobs -------------------------------------------------------------------------------------
 # The three jobs queries return the same columns; what differs is which times can be NULL.
 

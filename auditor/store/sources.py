@@ -58,8 +58,9 @@ class SourceQueries(FabricCache):
                       "source_forget_host_events",
                       "source_forget_inventory", "source_forget_port_labels",
                       "source_forget_optics_readings", "source_forget_optics_thresholds",
-                      "source_forget_transceivers", "source_forget_lft_switches",
-                      "source_forget_lft_captures", "source_forget_sources"):
+                      "source_forget_transceivers", "source_forget_port_ber",
+                      "source_forget_lft_switches", "source_forget_lft_captures",
+                      "source_forget_sources"):
             self.run(query, source_ids=list(source_ids))
 
     def add_source(self, meta: SourceMeta) -> int:
@@ -101,6 +102,17 @@ class SourceQueries(FabricCache):
 
     def sources(self) -> list[SourceRow]:
         return cast("list[SourceRow]", self.run_dicts("sources_list"))
+
+    def mark_source_holds(self, source_id: int, *, topology: bool, counters: bool) -> None:
+        """Say whether an ibdiagnet run's source holds a topology snapshot and counter
+        readings (the snapshot queries take it for one only then)."""
+        self.run("source_holds", source_id=source_id, has_topology=topology,
+                 has_counters=counters)
+
+    def source_kinds(self, since: datetime, until: datetime) -> dict[str, int]:
+        """Per kind, the sources observed in [since, until]."""
+        return {str(k): int(n) for k, n in self.run(
+            "source_kinds_window", since=utc_naive(since), until=utc_naive(until))}
 
     def add_issues(self, source_id: int,
                    issues: Sequence[tuple[str, int, int | None, str | None]]) -> None:
