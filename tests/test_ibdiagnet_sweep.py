@@ -79,9 +79,9 @@ def test_the_plan_is_one_ibdiagnet_run_into_the_capture_folder(tmp_path: Path) -
         "ibdiagnet", "--get_cable_info", "--get_phy_info", "-o", str(folder / "ibdiagnet2")])]
     for _, argv in plan(settings, folder):
         check(argv)
-    # the default stays the three infiniband-diags tools
+    # the default stays the infiniband-diags tools (with dump_lfts, issue #23)
     default = [name for name, _ in plan(Settings(captures=tmp_path), folder)]
-    assert default == ["ibnetdiscover", "iblinkinfo", "ibqueryerrors"]
+    assert default == ["ibnetdiscover", "dump_lfts", "iblinkinfo", "ibqueryerrors"]
     with pytest.raises(ConfigError, match="no -o/--output_path"):
         plan(Settings(sweep=SweepSettings(tool="ibdiagnet", ibdiagnet_args=("-o", "x"))))
 
