@@ -52,7 +52,7 @@ def test_a_cross_pod_ring_crosses_the_cores_of_its_destinations_plane() -> None:
     import random
 
     sc = _scenario()
-    fab = _build_fabric(sc, random.Random(1))
+    fab = _build_fabric(sc, random.Random(1))  # noqa: S311 - a synthetic fabric
     # host 0 is in pod 1 (its SU's leaves 1-2), host 31 in pod 4
     links = fab.ring_links([0, 31])
     cores = {fab.switches[fab.links[i].spine].name for i in links
@@ -76,5 +76,5 @@ def test_the_ranking_finds_the_bad_cables_of_a_three_tier_fabric(tmp_path: Path)
 
 @pytest.mark.parametrize(("field", "value"), [("cores", 3), ("pods", 3), ("lfts", True)])
 def test_tier_settings_that_do_not_make_a_tree_are_refused(field: str, value: object) -> None:
-    with pytest.raises(ValueError, match="cores|pods|three tiers|hcas_per_host"):
+    with pytest.raises(ValueError, match=r"cores|pods|three tiers|hcas_per_host"):
         Scenario(seed=1, **{**TIERS, field: value})  # type: ignore[arg-type]
