@@ -586,6 +586,9 @@ def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuri
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly
     before the file was last written). Ambiguous or unmatched logs are left out."""
     out: dict[int, str] = {}
+    # Each job's hosts resolved once: a 2,048-host job shares a host with thousands of logs
+    # (#25: re-resolving them per log was a third of `suspects` at 65,536 GPUs).
+    resolved: dict[int, set[str]] = {}  # by id(): the rows live as long as this call
     for lg in logs:
         if lg["job_id"] is not None:
             continue
@@ -595,7 +598,10 @@ def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuri
         first, last = lg["first_at"], lg["last_at"]
         fits: list[tuple[timedelta, str]] = []
         for job in by_host.get(min(hosts), []):
-            mine = {h for h in (resolver.host(x) for x in job["hosts"]) if h}
+            mine = resolved.get(id(job))
+            if mine is None:
+                mine = resolved[id(job)] = {h for h in (resolver.host(x) for x in job["hosts"])
+                                            if h}
             if not hosts <= mine:
                 continue
             if first is not None and last is not None:

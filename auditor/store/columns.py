@@ -102,3 +102,32 @@ def counter_columns(table: CounterTable) -> dict[str, npt.NDArray[Any]]:
             "port": np.repeat(np.array(ports, dtype=np.int64), counts),
             "counter": np.array(table.names, dtype=object), "value": values}
 
+
+
+# A topology snapshot's nodes, ports and links take the same road (#25): the 28,000 ports of a
+# 4,096-host capture took 0.34 s as ten list parameters, a third of the whole ingest. Numbers
+# that are never NULL go as int64, the rest as object columns the statement casts.
+
+def topology_columns(ints: dict[str, Sequence[int]], objects: dict[str, Sequence[object]]
+                     ) -> dict[str, npt.NDArray[Any]]:
+    import numpy as np
+
+    columns = {k: np.array(v, dtype=np.int64) for k, v in ints.items()}
+    columns.update((k, np.array(v, dtype=object)) for k, v in objects.items())
+    return columns
+
+
+def empty_topology_batches() -> dict[str, dict[str, npt.NDArray[Any]]]:
+    """The topology batches as store/topology.py registers them, with no rows (for binding
+    their statements, `Connection.check_query`)."""
+    none: list[object] = []
+    text = ("guid", "node_type", "description", "name", "model", "device", "lid")
+    port_text = ("guid", "port_guid", "lid", "state", "phys_state", "width", "speed",
+                 "could_be_width", "could_be_speed")
+    return {
+        "node_batch": topology_columns({}, dict.fromkeys(text, none)),
+        "port_batch": topology_columns({"port": []}, dict.fromkeys(port_text, none)),
+        "link_batch": topology_columns({"a_port": [], "b_port": []},
+                                       dict.fromkeys(("a_guid", "b_guid", "width", "speed"),
+                                                     none)),
+    }

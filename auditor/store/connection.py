@@ -241,15 +241,20 @@ class Connection:
     def check_query(self, query: str) -> None:
         """Bind queries/<query>.sql against this database's schema without running it (every
         table and column it names must exist); raises duckdb.Error when it does not. The
-        columns registered at run time (counter_batch) are registered empty meanwhile."""
-        from auditor.store.columns import counter_columns
+        columns registered at run time (counter_batch, the topology batches) are registered empty
+        meanwhile."""
+        from auditor.store.columns import counter_columns, empty_topology_batches
 
-        self._con.register("counter_batch", counter_columns(CounterTable([], [], [], [], [])))
+        batches = {"counter_batch": counter_columns(CounterTable([], [], [], [], [])),
+                   **empty_topology_batches()}
+        for name, columns in batches.items():
+            self._con.register(name, columns)
         try:
             self._con.execute("prepare _check_query as " + sql.load(query).strip().rstrip(";"))
             self._con.execute("deallocate _check_query")
         finally:
-            self._con.unregister("counter_batch")
+            for name in batches:
+                self._con.unregister(name)
 
     def run_dicts(self, query: str, /, **params: Any) -> list[dict[str, Any]]:
         cur = self._con.execute(sql.load(query), params)

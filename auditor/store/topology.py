@@ -19,55 +19,50 @@ class TopologyQueries(FabricCache):
         if not nodes:
             return
         self._fabric_read = False
-        self.run(
-            "nodes_insert",
-            source_id=source_id,
-            seen_at=utc_naive(seen_at),
-            guid=[n.guid for n in nodes],
-            node_type=[str(n.node_type) for n in nodes],
-            description=[n.description for n in nodes],
-            name=[n.name for n in nodes],
-            model=[n.model for n in nodes],
-            device=[n.device for n in nodes],
-            num_ports=[None for _ in nodes],
-            lid=[n.lid for n in nodes],
-        )
+        self._insert("nodes_insert", "node_batch", source_id, seen_at, {}, {
+            "guid": [n.guid for n in nodes],
+            "node_type": [str(n.node_type) for n in nodes],
+            "description": [n.description for n in nodes],
+            "name": [n.name for n in nodes],
+            "model": [n.model for n in nodes],
+            "device": [n.device for n in nodes],
+            "lid": [n.lid for n in nodes]})
 
     def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
         if not ports:
             return
         self._fabric_read = False
-        self.run(
-            "ports_insert",
-            source_id=source_id,
-            seen_at=utc_naive(seen_at),
-            guid=[p.guid for p in ports],
-            port=[p.port for p in ports],
-            port_guid=[p.port_guid for p in ports],
-            lid=[p.lid for p in ports],
-            state=[p.state for p in ports],
-            phys_state=[p.phys_state for p in ports],
-            width=[p.width for p in ports],
-            speed=[p.speed for p in ports],
-            could_be_width=[p.could_be_width for p in ports],
-            could_be_speed=[p.could_be_speed for p in ports],
-        )
+        self._insert("ports_insert", "port_batch", source_id, seen_at,
+                     {"port": [p.port for p in ports]}, {
+                         "guid": [p.guid for p in ports],
+                         "port_guid": [p.port_guid for p in ports],
+                         "lid": [p.lid for p in ports],
+                         "state": [p.state for p in ports],
+                         "phys_state": [p.phys_state for p in ports],
+                         "width": [p.width for p in ports],
+                         "speed": [p.speed for p in ports],
+                         "could_be_width": [p.could_be_width for p in ports],
+                         "could_be_speed": [p.could_be_speed for p in ports]})
 
     def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
         if not links:
             return
         self._fabric_read = False
-        self.run(
-            "links_insert",
-            source_id=source_id,
-            seen_at=utc_naive(seen_at),
-            a_guid=[lk.a_guid for lk in links],
-            a_port=[lk.a_port for lk in links],
-            b_guid=[lk.b_guid for lk in links],
-            b_port=[lk.b_port for lk in links],
-            width=[lk.width for lk in links],
-            speed=[lk.speed for lk in links],
-        )
+        self._insert("links_insert", "link_batch", source_id, seen_at,
+                     {"a_port": [lk.a_port for lk in links], "b_port": [lk.b_port for lk in links]},
+                     {"a_guid": [lk.a_guid for lk in links], "b_guid": [lk.b_guid for lk in links],
+                      "width": [lk.width for lk in links], "speed": [lk.speed for lk in links]})
+
+    def _insert(self, query: str, batch: str, source_id: int, seen_at: datetime,
+                ints: dict[str, Sequence[int]], objects: dict[str, Sequence[object]]) -> None:
+        """Run `query`, which reads the rows from the columns registered as `batch`."""
+        from auditor.store.columns import topology_columns
+
+        self._con.register(batch, topology_columns(ints, objects))
+        try:
+            self.run(query, source_id=source_id, seen_at=utc_naive(seen_at))
+        finally:
+            self._con.unregister(batch)
 
     def add_topology_events(self, source_id: int, seen_at: datetime, prev_at: datetime) -> None:
         self.run("topology_events_insert", source_id=source_id, seen_at=utc_naive(seen_at),

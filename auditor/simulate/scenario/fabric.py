@@ -78,12 +78,51 @@ class _Fabric:
     def spine_for(self, hca: int) -> int:
         """The spine that traffic to this HCA crosses. Fat-tree routing (D-mod-K) picks the
         down path by destination, spreading a leaf's hosts and consecutive leaves over the
-        spines, so it is fixed per destination whatever the source."""
-        return self.hcas[hca].host % self.sc.spines
+        spines, so it is fixed per destination whatever the source. (Three tiers: the spine's
+        position within a pod.)"""
+        return self.hcas[hca].host % self.sc.spines_per_pod
+
+    def core_for(self, hca: int) -> int:
+        """Three tiers: the core (switch index) that traffic from another pod to this HCA
+        crosses, in the plane of `spine_for`, again chosen by destination (D-mod-K)."""
+        sc = self.sc
+        per_plane = sc.cores // sc.spines_per_pod
+        host = self.hcas[hca].host
+        return (sc.spines + sc.leaves + self.spine_for(hca) * per_plane
+                + host // sc.spines_per_pod % per_plane)
+
+    def _ring_links3(self, hosts: list[int]) -> dict[int, tuple[int, int, int]]:
+        """`ring_links` in three tiers: up the source leaf to the destination's spine position
+        in the source pod, through the destination's core when the pods differ, down the
+        destination pod's spine to the destination leaf; both directions of each pair."""
+        out: dict[int, tuple[int, int, int]] = {}
+        lpp, spp = self.sc.leaves_per_pod, self.sc.spines_per_pod
+        n = len(hosts)
+        for i in range(n if n > 2 else 1):
+            a, b = hosts[i], hosts[(i + 1) % n]
+            if self.host_su[a] == self.host_su[b]:
+                continue
+            for rail in range(self.sc.hcas_per_host):
+                ha, hb = self.host_hcas[a][rail], self.host_hcas[b][rail]
+                la, lb = self.links[self.hca_link[ha]].leaf, self.links[self.hca_link[hb]].leaf
+                pa, pb = (la - self.sc.spines) // lpp, (lb - self.sc.spines) // lpp
+                for src, dst, dst_hca in ((la, lb, hb), (lb, la, ha)):
+                    ps, pd = (pa, pb) if src == la else (pb, pa)
+                    pos = self.spine_for(dst_hca)
+                    up, down = ps * spp + pos, pd * spp + pos
+                    out.setdefault(self.uplink[(src, up)], (a, b, rail))
+                    if ps != pd:
+                        core = self.core_for(dst_hca)
+                        out.setdefault(self.uplink[(up, core)], (a, b, rail))
+                        out.setdefault(self.uplink[(down, core)], (a, b, rail))
+                    out.setdefault(self.uplink[(dst, down)], (a, b, rail))
+        return out
 
     def ring_links(self, hosts: list[int]) -> dict[int, tuple[int, int, int]]:
         """Leaf-spine links an NCCL ring over `hosts` (in job order, one ring per rail)
         uses, each mapped to the first (host, peer host, rail) whose traffic crosses it."""
+        if self.sc.cores:
+            return self._ring_links3(hosts)
         out: dict[int, tuple[int, int, int]] = {}
         n = len(hosts)
         for i in range(n if n > 2 else 1):
@@ -135,7 +174,9 @@ class _Fabric:
 def _build_fabric(sc: Scenario, rng: random.Random) -> _Fabric:
     _, model_ports, speed, _ = _MODELS[sc.switch_model]
     rails, per_leaf = sc.hcas_per_host, sc.hosts_per_leaf
-    n_sw, n_hosts = sc.spines + sc.leaves, sc.hosts
+    n_sw, n_hosts = sc.spines + sc.leaves + sc.cores, sc.hosts
+    spp, lpp = sc.spines_per_pod, sc.leaves_per_pod
+    cpp = sc.cores // spp
     n_hca = n_hosts * rails
     sw_oui, ca_oui = rng.choice(_SWITCH_OUIS), rng.choice(_HCA_OUIS)
     sw_serials = rng.sample(range(1, 1 << 24), n_sw)
@@ -152,13 +193,19 @@ def _build_fabric(sc: Scenario, rng: random.Random) -> _Fabric:
     for s in range(sc.spines):
         name = f"{sc.spine_prefix}{s + 1:0{sw_width(sc.spines)}d}"
         switches.append(_Switch(name, (sw_oui << 40) | (0x0300 << 24) | sw_serials[s], lids[s],
-                                False, max(model_ports, sc.leaves + 1),
+                                False, max(model_ports, lpp + cpp + 1),
                                 f"MF0;{name}:{sc.switch_model}/U1"))
     for j in range(sc.leaves):
         name = f"{sc.leaf_prefix}{j + 1:0{sw_width(sc.leaves)}d}"
         k = sc.spines + j
         switches.append(_Switch(name, (sw_oui << 40) | (0x0300 << 24) | sw_serials[k], lids[k],
-                                True, max(model_ports, per_leaf + sc.spines + 1),
+                                True, max(model_ports, per_leaf + spp + 1),
+                                f"MF0;{name}:{sc.switch_model}/U1"))
+    for c in range(sc.cores):
+        name = f"core{c + 1:0{sw_width(sc.cores)}d}"
+        k = sc.spines + sc.leaves + c
+        switches.append(_Switch(name, (sw_oui << 40) | (0x0300 << 24) | sw_serials[k], lids[k],
+                                False, max(model_ports, sc.pods + 1),
                                 f"MF0;{name}:{sc.switch_model}/U1"))
     second = rng.randint(16, 200)
     ips = [f"10.{second}.{i // 250}.{i % 250 + 1}" for i in range(n_hosts)]
@@ -185,14 +232,27 @@ def _build_fabric(sc: Scenario, rng: random.Random) -> _Fabric:
             adjacency[leaf].append((pos + 1, "H", idx, 1))
             mine.append(idx)
         host_hcas.append(mine)
+    # Three tiers: a leaf's uplinks go to its pod's spines, its port on them is its place in
+    # the pod; then every spine's uplinks to the cores of its plane (core port = pod).
     for j in range(sc.leaves):
         leaf = sc.spines + j
-        for s in range(sc.spines):
-            links.append(_Link(leaf, per_leaf + s + 1, None, s, j + 1))
+        pod, place = divmod(j, lpp)
+        for position in range(spp):
+            s = pod * spp + position
+            links.append(_Link(leaf, per_leaf + position + 1, None, s, place + 1))
             switch_links[leaf].append(len(links) - 1)
             switch_links[s].append(len(links) - 1)
-            adjacency[leaf].append((per_leaf + s + 1, "S", s, j + 1))
-            adjacency[s].append((j + 1, "S", leaf, per_leaf + s + 1))
+            adjacency[leaf].append((per_leaf + position + 1, "S", s, place + 1))
+            adjacency[s].append((place + 1, "S", leaf, per_leaf + position + 1))
+    for s in range(sc.spines if sc.cores else 0):
+        pod, position = divmod(s, spp)
+        for k in range(cpp):
+            core = sc.spines + sc.leaves + position * cpp + k
+            links.append(_Link(s, lpp + k + 1, None, core, pod + 1))
+            switch_links[s].append(len(links) - 1)
+            switch_links[core].append(len(links) - 1)
+            adjacency[s].append((lpp + k + 1, "S", core, pod + 1))
+            adjacency[core].append((pod + 1, "S", s, lpp + k + 1))
     for ports in adjacency:
         ports.sort()
     uplink = {(lk.leaf, lk.spine): i for i, lk in enumerate(links) if lk.spine is not None}

@@ -282,6 +282,8 @@ def _truth(sc: Scenario, fab: _Fabric, plan: _Plan, jobs: list[_Job], clock: _Cl
         "host_links": sc.host_links, "switch_links": sc.switch_links,
         "hcas_per_host": sc.hcas_per_host,
     }
+    if sc.cores:
+        fabric |= {"cores": sc.cores, "pods": sc.pods}
     return GroundTruth(
         seed=sc.seed, scenario=sc.params(), window_start=clock.at(0.0),
         window_end=clock.at(sc.days * 86400.0), topology_at=clock.at(topology_at), fabric=fabric,

@@ -115,8 +115,8 @@ def _schedule_jobs(sc: Scenario, fab: _Fabric, plan: _Plan, clock: _Clock,
     instead of `_Fabric.ring_links`."""
     total = sc.days * 86400.0
     n_hosts = len(fab.hosts)
-    sizes = [(s, w) for s, w in zip(_JOB_SIZES, _JOB_SIZE_WEIGHTS, strict=True)
-             if s <= max(2, n_hosts // 2)]
+    table = sc.job_sizes or tuple(zip(_JOB_SIZES, _JOB_SIZE_WEIGHTS, strict=True))
+    sizes = [(s, w) for s, w in table if s <= max(2, n_hosts // 2)]
     if sc.jobs_per_day is not None:
         per_day = float(sc.jobs_per_day)
     else:  # enough jobs to keep about 80 % of the node-hours busy

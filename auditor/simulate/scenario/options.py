@@ -84,6 +84,9 @@ class ScenarioOptions(TypedDict, total=False):
     host_records: str | None
     lfts: bool
     silent_uplink: bool
+    cores: int
+    pods: int
+    job_sizes: tuple[tuple[int, int], ...] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,14 @@ class Scenario:
     # One leaf uplink that stalls once, long enough to kill exactly one job, and leaves no
     # other trace (silent.py). False leaves every file as it was.
     silent_uplink: bool = False
+    # Three tiers (issue #25): `pods` pods of leaves // pods leaves and spines // pods spines
+    # (every leaf linked to every spine of its pod), and `cores` cores in one plane per spine
+    # position, each linked to that position's spine of every pod, as trees.FatTree3 lays them
+    # out. 0 (two tiers) leaves every file as it was.
+    cores: int = 0
+    pods: int = 1
+    # Job sizes in hosts, drawn with the weights (None: 2..64 hosts, the two-tier benchmark's).
+    job_sizes: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -159,8 +170,15 @@ class Scenario:
             raise ValueError("leaves must be a multiple of hcas_per_host (one leaf per rail)")
         if self.hosts < 2:
             raise ValueError("a scenario needs at least 2 hosts (jobs span 2+ nodes)")
-        if self.hosts_per_leaf + self.spines > MAX_SWITCH_PORTS or self.leaves > MAX_SWITCH_PORTS:
+        if self.cores:
+            self._check_tiers()
+        elif self.hosts_per_leaf + self.spines > MAX_SWITCH_PORTS or self.leaves > MAX_SWITCH_PORTS:
             raise ValueError(f"switches have at most {MAX_SWITCH_PORTS} ports")
+        if self.job_sizes is not None:
+            object.__setattr__(self, "job_sizes", tuple((int(s), int(w))
+                                                        for s, w in self.job_sizes))
+            if not self.job_sizes or min(min(s, w) for s, w in self.job_sizes) < 1:
+                raise ValueError("job_sizes: (hosts, weight) pairs, each >= 1")
         if not 0.25 <= self.days <= 31:
             raise ValueError("days must be in [0.25, 31]")
         if self.start.tzinfo is None:
@@ -188,7 +206,7 @@ class Scenario:
                 raise ValueError("ib_timeouts must be None or NCCL_IB_TIMEOUT values in 1..31")
         if not 0.0 <= self.info_share <= 1.0:
             raise ValueError("Scenario.info_share must be in [0, 1]")
-        if not 0 <= self.lost_switch_logs <= self.spines + self.leaves:
+        if not 0 <= self.lost_switch_logs <= self.spines + self.leaves + self.cores:
             raise ValueError("lost_switch_logs must be between 0 and the number of switches")
         if self.ageing_optics is not None and (self.ageing_optics < 0 or not self.optics):
             raise ValueError("ageing_optics needs optics and must be >= 0")
@@ -207,7 +225,7 @@ class Scenario:
                              "(leaves >= 2 x hcas_per_host)")
         if self.noise_per_switch_per_day < 0 or self.switch_reboots < 0:
             raise ValueError("rates and counts must be >= 0")
-        if self.switch_reboots > self.spines + self.leaves:
+        if self.switch_reboots > self.spines + self.leaves + self.cores:
             raise ValueError("more switch reboots than switches")
         counts = self.fault_counts()
         if min(counts.values()) < 0:
@@ -218,6 +236,29 @@ class Scenario:
             raise ValueError("too many faulty cables for this fabric")
         if counts[CAUSE_MAINTENANCE] > max(1, self.hosts // 4):
             raise ValueError("too many re-imaged hosts for this fabric")
+
+    def _check_tiers(self) -> None:
+        if self.cores < 0 or self.pods < 1 or self.leaves % self.pods or self.spines % self.pods:
+            raise ValueError("three tiers: pods >= 1 dividing leaves and spines, cores >= 0")
+        if self.cores % self.spines_per_pod:
+            raise ValueError("cores must be a multiple of the spines per pod (a plane each)")
+        if self.leaves_per_pod % self.hcas_per_host:
+            raise ValueError("the leaves per pod must be a multiple of hcas_per_host")
+        if max(self.hosts_per_leaf + self.spines_per_pod,
+               self.leaves_per_pod + self.cores // self.spines_per_pod,
+               self.pods) > MAX_SWITCH_PORTS:
+            raise ValueError(f"switches have at most {MAX_SWITCH_PORTS} ports")
+        if self.lfts or self.silent_uplink or self.outcomes or self.harmless_flaps:
+            raise ValueError("three tiers do not model lfts, silent_uplink, outcomes or "
+                             "harmless_flaps")
+
+    @property
+    def spines_per_pod(self) -> int:
+        return self.spines // self.pods if self.cores else self.spines
+
+    @property
+    def leaves_per_pod(self) -> int:
+        return self.leaves // self.pods if self.cores else self.leaves
 
     @property
     def hosts(self) -> int:
@@ -236,6 +277,9 @@ class Scenario:
 
     @property
     def switch_links(self) -> int:
+        if self.cores:
+            return self.leaves * self.spines_per_pod + self.spines * (self.cores
+                                                                      // self.spines_per_pod)
         return self.leaves * self.spines
 
     @property
@@ -282,4 +326,10 @@ class Scenario:
             del out["lfts"]  # off: truth.json stays what it was before the option
         if not self.silent_uplink:
             del out["silent_uplink"]
+        if not self.cores:
+            del out["cores"], out["pods"]  # two tiers: truth.json is what it was before #25
+        if self.job_sizes is None:
+            del out["job_sizes"]
+        else:
+            out["job_sizes"] = [list(pair) for pair in self.job_sizes]
         return out
