@@ -113,6 +113,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
         .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     try:
