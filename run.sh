@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# openjdk-17-jre-headless: pyspark's JVM for tests/test_spark.py and bench_fleet.py.
 APT_TEST=(python3-venv python3-pip ripgrep ibsim-utils infiniband-diags opensm snmpd snmp
-          openssh-server chromium)
+          openssh-server chromium openjdk-17-jre-headless)
 APT_DEMO=(python3-venv python3-pip ripgrep)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
