@@ -199,3 +199,18 @@ def test_fabric_adaptive_routing_setting(tmp_path: Path) -> None:
     cfg.write_text('[fabric]\nadaptive_routing = "yes"\n')
     with pytest.raises(ConfigError, match=r"fabric\.adaptive_routing"):
         load(cfg, None)
+
+
+def test_the_ring_is_the_jobs_hosts_in_order_and_round(fabric: Fabric, routes: Routes) -> None:
+    book = RouteBook([T0 - timedelta(hours=1)], lambda at, shared: routes)
+    fp = _footprints(fabric, routes, [], book)
+    hosts = [0, 5, 10, 15]  # one host under each of the four leaves
+    ports = [_port(routes, h) for h in hosts]
+    ring = fp.ring_routed([[p[0]] for p in ports], T0)
+    expected = set().union(*(_both_ways(routes, ports[i], ports[(i + 1) % 4]) for i in range(4)))
+    assert ring == expected
+    every = fp.routed([p[0] for p in ports], T0, T0)
+    assert every is not None and ring < every  # the ring uses 8 of the 12 ordered pairs
+    # two hosts: the one pair
+    assert fp.ring_routed([[ports[0][0]], [ports[1][0]]], T0) == _both_ways(
+        routes, ports[0], ports[1])

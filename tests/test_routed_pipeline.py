@@ -73,7 +73,7 @@ def test_crossing_jobs_clear_harmless_uplinks_from_the_routes(
             for s in out["suspects"] if s["component"] not in ("switch", "host")}
     for link in crossed:
         said = found[True].get(link, "")
-        assert "its routes cross it (forwarding tables)" in said, (link, said)
+        assert "its NCCL ring's routes cross it (forwarding tables)" in said, (link, said)
     assert not any("forwarding tables" in text for text in found[False].values())
     # the uplinks no job crossed (by truth) get no crossing from the routes either
     for link in set(uplinks) - crossed:

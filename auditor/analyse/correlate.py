@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -483,12 +484,17 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # nightly's precomputed list when it is this window's (issue #25).
     watch = watch_list(store, until - cfg.optics.history, until, cfg.optics, peers=peers,
                        names=names)
-    def crosses(job_hosts: frozenset[str], device: str | None, link: LinkKey, at: datetime
-                ) -> bool | None:
-        guids = [x for h in sorted(job_hosts) for x in (
-            hcas.rail([h], {device}) if device else hcas.of.get(h, []))]
-        found = fp.routed(guids, at, at)
-        return None if found is None else link in found
+    def crosses(job_hosts: Sequence[str], device: str | None, link: LinkKey, at: datetime
+                ) -> str | None:
+        """Whether a job's traffic on a rail crossed `link` at `at` by the tables: its NCCL
+        ring's routes ("ring"), only other pairs' ("pairs"), none ("no"); None: cannot say."""
+        guids = [list(hcas.rail([h], {device}) if device else hcas.of.get(h, []))
+                 for h in job_hosts]
+        found = fp.routed([x for g in guids for x in g], at, at)
+        if found is None or link not in found:
+            return None if found is None else "no"
+        ring = fp.ring_routed(guids, at)
+        return "pairs" if ring is None or link not in ring else "ring"
 
     lived_through(links, running, resolver, fabric, g, logs, matched,
                   {j: v.errors for j, v in views.items()}, cfg, in_use, settings,

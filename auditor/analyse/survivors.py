@@ -224,8 +224,10 @@ def _healthy_plan(flaps_by_link: Mapping[LinkKey, Sequence[Flap]], host_of: Call
 
 
 # Whether the forwarding tables route a job's traffic over a link at a moment: (the job's fabric
-# hosts, the rail's HCA device, the link, the moment) -> True/False, None when they cannot say.
-Crosses = Callable[[frozenset[str], str | None, LinkKey, datetime], bool | None]
+# hosts in its order, the rail's HCA device, the link, the moment) -> "ring" (the routes of its
+# NCCL ring cross it), "pairs" (only those of pairs its ring does not use), "no", or None when
+# the tables cannot say.
+Crosses = Callable[[Sequence[str], str | None, LinkKey, datetime], str | None]
 
 
 # PyTorch's NCCL watchdog checks each communicator for an NCCL async error once a loop and
@@ -358,11 +360,17 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                 weight, how = best[0] * share, best[1] + where
                 if uplink and crosses is not None:
                     device = hosts_here[min(job_hosts & here)][0]
-                    routed = crosses(job_hosts, device, link, down)
-                    if routed is False:
+                    ordered = list(dict.fromkeys(
+                        y for x in job["hosts"] if (y := names[x]) is not None))
+                    routed = crosses(ordered, device, link, down)
+                    if routed == "no":
                         continue  # its routes kept off this uplink when it went down
-                    if routed:
-                        weight, how = best[0], best[1] + ", its routes cross it (forwarding tables)"
+                    if routed == "ring":
+                        weight, how = best[0], best[1] + (
+                            ", its NCCL ring's routes cross it (forwarding tables)")
+                    elif routed == "pairs":
+                        how = best[1] + (", the routes of some of its host pairs cross it, not "
+                                         f"its ring's: {share:.2f} of its flows")
                 seen.add(job_id)
                 found.append(HealthyJob(job_id, i, round(weight, 3), how))
         if found:
