@@ -9,7 +9,8 @@ host's leaf), writes them as `dump_lfts.sh` prints them, and ingests that captur
 (`ingest --kind lfts`) into a copy of the database. It then times `auditor suspects --since 24h`
 and `--since 30d` (to the end of its history, as JSON, as bench_scale.py does) on both copies,
 best of `--repeat` runs each: the difference is what reading the tables and working out the
-paths of the window's failed jobs (and of the jobs that ran through its flaps) costs. Target (issue #23): <= 0.2 s at 4,096 hosts for 24 h. Not a test.
+paths of the window's failed jobs (and of the jobs that ran through its flaps) costs. Target
+(issue #23): <= 0.2 s at 4,096 hosts for 24 h. Not a test.
 
     python benchmarks/bench_routes_suspects.py [--keep /work/scale4096] [--repeat 5]
 """
