@@ -1,0 +1,157 @@
+"""`auditor ingest --kind nvos-events / ufm-rest-events` (issue #24): NVOS event tables and UFM's
+REST events become the same port events as the switch syslog and UFM events.log they stand
+for, mapped onto the fabric's ports; `--kind auto` tells them apart; a table read again stores
+only what is new. The files are a generated scenario's, written again as an NVIDIA site keeps
+them (auditor.simulate.vendor_formats.write_scenario_formats)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+from auditor.ingest.plan import plan_ingest
+from auditor.simulate.scenario import generate
+from auditor.simulate.vendor_formats import write_scenario_formats
+from auditor.store import Store
+
+runner = CliRunner()
+Key = tuple[datetime, str, str | None, int | None]
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("scenario")
+    generate(out, seed=5, spines=2, leaves=4, hosts_per_leaf=4)
+    return out, write_scenario_formats(out)
+
+
+def _ingest(db: Path, *args: str) -> str:
+    res = runner.invoke(app, ["--db", str(db), "ingest", *args])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def _events(db: Path, origin: str) -> list[Key]:
+    with Store(db) as store:
+        rows = store.events(datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+    return sorted((r["event_at"], r["state"], r["guid"], r["port"]) for r in rows
+                  if r["origin"] == origin)
+
+
+def test_nvos_tables_give_the_port_events_syslog_gives(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    syslog_db, nvos_db = tmp_path / "syslog.duckdb", tmp_path / "nvos.duckdb"
+    for db in (syslog_db, nvos_db):
+        _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    _ingest(syslog_db, str(out / "logs" / "switches.log"))
+    assert files["nvos_events"]
+    for switch, rel in files["nvos_events"].items():
+        said = _ingest(nvos_db, "--host", switch, str(out / rel))  # --kind auto
+        assert "nvos-events" in said
+    from_syslog, from_nvos = _events(syslog_db, "syslog"), _events(nvos_db, "nvos-events")
+    assert from_syslog and all(g is not None and p is not None for _, _, g, p in from_nvos)
+    # NVOS prints whole seconds: the same changes, on the same ports, to the second.
+    assert sorted((t.replace(microsecond=0), s, g, p) for t, s, g, p in from_syslog) == from_nvos
+
+
+def test_ufm_rest_events_are_link_changes_placed_by_guid_and_port(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    db = tmp_path / "d.duckdb"
+    _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    _ingest(db, str(out / files["ufm_rest_events"]))
+    with Store(db) as store:
+        rows = [r for r in store.events(datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+                if r["origin"] == "ufm-rest-events"]
+        links = {frozenset({(lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)})
+                 for lk in store.fabric(store.snapshot_times(datetime(2100, 1, 1, tzinfo=UTC))[0]).links}
+    doc = json.loads((out / files["ufm_rest_events"]).read_text())
+    assert len(rows) == len(doc) > 0
+    assert {r["code"] for r in rows} == {"328", "329"}
+    for r in rows:
+        assert frozenset({(r["guid"], r["port"]), (r["peer_guid"], r["peer_port"])}) in links
+
+
+def test_auto_tells_json_tables_from_job_lines_and_syslog(
+        scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    nvos = out / next(iter(files["nvos_events"].values()))
+    ufm = out / files["ufm_rest_events"]
+    plan = plan_ingest([nvos, ufm, out / "logs" / "switches.log"], "auto")
+    assert plan.logs == [nvos, ufm, out / "logs" / "switches.log"] and not plan.job_files
+
+
+def test_compact_json_is_recognised_too(tmp_path: Path,
+                                        scenario: tuple[Path, dict[str, Any]]) -> None:
+    """curl prints the REST answers on one line: `{"1": {...` is no jobs-jsonl line."""
+    out, files = scenario
+    for rel in (next(iter(files["nvos_events"].values())), files["ufm_rest_events"]):
+        compact = tmp_path / Path(rel).name
+        compact.write_text(json.dumps(json.loads((out / rel).read_text())))
+        assert plan_ingest([compact], "auto").logs == [compact]
+
+
+def test_reading_a_table_again_stores_only_the_new_entries(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    switch, rel = max(files["nvos_events"].items(),
+                      key=lambda kv: len(json.loads((out / kv[1]).read_text())))
+    table = json.loads((out / rel).read_text())
+    ids = sorted((k for k in table if k.isdigit()), key=int)
+    assert len(ids) >= 4
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps({k: table[k] for k in ids[:2]} | {"table-occupancy": 2}))
+    db = tmp_path / "d.duckdb"
+    _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    _ingest(db, "--host", switch, str(first))
+    assert "already ingested" in _ingest(db, "--host", switch, str(first))
+    _ingest(db, "--host", switch, str(out / rel))  # the whole table: the first two again
+    assert len(_events(db, "nvos-events")) == len(ids)
+    with Store(db) as store:
+        stored = [i for i in store.issues() if "stored already" in i["reason"]]
+    assert [i["lines"] for i in stored] == [2]
+
+
+def test_nvos_without_host_and_broken_json_are_one_line_errors(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    db = tmp_path / "d.duckdb"
+    table = out / next(iter(files["nvos_events"].values()))
+    res = runner.invoke(app, ["--db", str(db), "ingest", str(table)])
+    assert res.exit_code == 2 and "pass --host" in res.output and str(table) in res.output
+    broken = tmp_path / "broken.json"
+    broken.write_text(table.read_text().replace('"severity"', 'severity', 1))
+    res = runner.invoke(app, ["--db", str(db), "ingest", "--kind", "nvos-events", "--host",
+                              "leaf01", str(broken)])
+    assert res.exit_code == 2, res.output
+    line = next(n for n, text in enumerate(broken.read_text().splitlines(), 1)
+                if text.strip().startswith("severity"))
+    assert f"{broken}:{line}: nvos-events: not JSON" in res.output
+    assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1
+    with Store(db) as store:
+        assert store.sources() == []  # nothing of the command stored
+
+
+def test_ufm_event_log_with_and_without_site_both_ingest(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, files = scenario
+    doc = json.loads((out / files["ufm_rest_events"]).read_text())
+    down = next(e for e in doc if e["event_type"] == "329")
+    db = tmp_path / "d.duckdb"
+    _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    log = tmp_path / "event.log"
+    log.write_text(
+        f"{down['timestamp']}.100 [1001] [329] WARNING [Fabric_Topology] Link "
+        f"[{down['object_name']}]: {down['description']}\n"
+        f"{down['timestamp']}.200 [1002] [329] WARNING Site [site-a] [Fabric_Topology] Link "
+        f"[{down['object_name']}]: {down['description']}\n")
+    assert "ufm-events" in _ingest(db, str(log))
+    rows = _events(db, "ufm-events")
+    assert len(rows) == 2 and rows[0][1:] == rows[1][1:] and rows[0][2] is not None
