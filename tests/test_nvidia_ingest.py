@@ -155,3 +155,65 @@ def test_ufm_event_log_with_and_without_site_both_ingest(
     assert "ufm-events" in _ingest(db, str(log))
     rows = _events(db, "ufm-events")
     assert len(rows) == 2 and rows[0][1:] == rows[1][1:] and rows[0][2] is not None
+
+
+def test_two_switches_with_the_same_table_are_two_sources(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    """NVOS tables do not name their switch: a spine's reboot can leave two leaves with the
+    same bytes. Each is its own switch's table, not one file re-ingested under another --host."""
+    out, files = scenario
+    switch, rel = next(iter(files["nvos_events"].items()))
+    db = tmp_path / "d.duckdb"
+    _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    other = "leaf04" if switch != "leaf04" else "leaf03"
+    _ingest(db, "--host", switch, str(out / rel))
+    _ingest(db, "--host", other, str(out / rel))
+    with Store(db) as store:
+        rows = store.events(datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+    devices = {r["device"] for r in rows if r["origin"] == "nvos-events"}
+    assert devices == {switch, other}
+
+
+def test_a_scenario_ranks_the_same_through_nvos_tables_as_through_syslog(
+        tmp_path: Path) -> None:
+    """Issue #24's benchmark in small: the same scenario through its NVOS tables (and its
+    db_csv runs once the ingest offers `ibdiagnet`) finds the same bad cables with the same
+    false blames as through syslog and ibnetdiscover."""
+    from auditor.simulate.evaluate import evaluate
+
+    folder = tmp_path / "scenario"
+    generate(folder, seed=2, spines=4, leaves=8, hosts_per_leaf=8, vendor_formats=True)
+    plain, _ = evaluate(folder, tmp_path / "plain.duckdb")
+    vendor, _ = evaluate(folder, tmp_path / "vendor.duckdb", vendor_formats=True)
+    assert "nvos-events" in vendor.vendor_kinds and plain.vendor_kinds == []
+    assert (vendor.recall, vendor.false_blames) == (plain.recall, plain.false_blames)
+    assert vendor.top == plain.top and vendor.switch_suspects == plain.switch_suspects
+
+
+def test_simulate_vendor_formats_lists_its_files_and_off_leaves_none(tmp_path: Path) -> None:
+    on, off = tmp_path / "on", tmp_path / "off"
+    res = runner.invoke(app, ["simulate", "--out", str(on), "--spines", "2", "--leaves", "4",
+                              "--hosts", "2", "--vendor-formats"])
+    assert res.exit_code == 0, res.output
+    assert "NVIDIA formats in" in res.output
+    files = json.loads((on / "truth.json").read_text())["vendor_formats"]
+    listed = [r["path"] for r in files["ibdiagnet"]] + list(files["nvos_events"].values()) \
+        + [files["ufm_rest_events"]]
+    assert sorted(listed) == sorted(str(p.relative_to(on)) for p in (on / "vendor").rglob("*")
+                                    if p.is_file())
+    assert all((on / p).read_text().startswith(("#", "{", "[")) for p in listed)
+    (off / "vendor").mkdir(parents=True)  # an earlier run's
+    res = runner.invoke(app, ["simulate", "--out", str(off), "--spines", "2", "--leaves", "4",
+                              "--hosts", "2"])
+    assert res.exit_code == 0, res.output
+    assert "vendor_formats" not in json.loads((off / "truth.json").read_text())
+    assert not (off / "vendor").exists()
+    def files_of(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*")
+                if p.is_file() and "vendor" not in p.parts and p.name != "truth.json"}
+
+    assert files_of(on) == files_of(off)  # the same scenario, with or without the formats
+    truth_on = json.loads((on / "truth.json").read_text())
+    assert truth_on["scenario"].pop("vendor_formats") is True
+    del truth_on["vendor_formats"]
+    assert truth_on == json.loads((off / "truth.json").read_text())

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor import graph
 from auditor.analyse import replacements
+from auditor.analyse.coverage import Coverage as BlindSpots
 from auditor.analyse.coverage import blind_spots
 from auditor.analyse.evidence import Evidence
 from auditor.analyse.flaps import Flap
@@ -117,6 +118,8 @@ class Coverage:
     hosts_total: int
     failed: list[DeviceStatus]  # every device whose last collection was not ok
     blind_spots: list[str] = field(default_factory=list)  # coverage.blind_spots' notes
+    # the window's port events per switch-side source (coverage.EVENT_SOURCES' keys, #24)
+    event_sources: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +177,7 @@ def audit(store: Store, since: datetime, until: datetime,
         id(f) for n in ev.nodes for f in n.flaps}
     return Audit(
         evidence=ev, suspects=ranked, findings=findings, flaps=len(all_flaps),
-        coverage=_coverage(store.device_status(), blind_spots(store, ev).notes),
+        coverage=_coverage(store.device_status(), blind_spots(store, ev)),
         heatmap=_heatmap(ev),
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
@@ -271,7 +274,7 @@ def _neighbourhood(ev: Evidence, g: graph.FabricGraph, ends: list[dict[str, Any]
     return Neighbourhood(nodes=list(nodes.values()), edges=edges)
 
 
-def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:
+def _coverage(status: list[DeviceStatusRow], spots: BlindSpots) -> Coverage:
     switches = [s for s in status if s["collector"] in SWITCH_COLLECTORS]
     hosts = [s for s in status if s["collector"] == HOST_COLLECTOR]
     return Coverage(
@@ -279,7 +282,7 @@ def _coverage(status: list[DeviceStatusRow], notes: list[str]) -> Coverage:
         hosts_ok=sum(s["status"] == "ok" for s in hosts), hosts_total=len(hosts),
         failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
                              detail=s["detail"]) for s in status if s["status"] != "ok"],
-        blind_spots=notes)
+        blind_spots=spots.notes, event_sources=dict(spots.event_sources))
 
 
 def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:

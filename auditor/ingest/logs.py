@@ -13,6 +13,7 @@ other options it replaces what it stored.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -173,8 +174,6 @@ def store_document(store: Store, kind: str, text: str, where: str, opts: LogOpti
     """One JSON document of port events (an NVOS table a sweep read over SSH) parsed and stored
     in the caller's transaction as `ingest --kind <kind>` stores a file of it; `where` names
     it (`ssh://leaf07/...`). Raises ParseError (naming `where`) when it is not one."""
-    import hashlib
-
     times = store.snapshot_times(moment, limit=1)
     pm = PortMap(store.fabric(times[0]) if times else None, opts.aliases)
     parsed = _parse_document(kind, text, where, opts)
@@ -188,9 +187,16 @@ def _store(store: Store, pm: PortMap, path: str, file_kind: str, found: LogScan 
            moment: datetime, origin: str = "file") -> IngestResult:
     """One file's parse into the store (the caller's transaction); a no-op when the same
     content was stored with the same options."""
-    options = options_key(kind=file_kind, **kinds.kind(file_kind).option_values(
+    entry = kinds.kind(file_kind)
+    options = options_key(kind=file_kind, **entry.option_values(
         {"year": opts.year, "tz": str(opts.tz), "host": opts.host,
          "aliases": digest_of(opts.aliases)}))
+    if entry.reads == "document" and "host" in entry.params:
+        # An NVOS table does not name its switch, and two switches may hold the same one (a
+        # spine's reboot downs every leaf's uplink to it in the same second): the source is
+        # the switch's table, so the switch is part of its key. Given again under another
+        # --host, a table is another switch's, not the same one re-read with other options.
+        digest = hashlib.sha256(f"{opts.host}\n{digest}".encode()).hexdigest()
     result = IngestResult(path, file_kind, claim_source(store, digest, options, moment))
     if result.status == "already ingested":
         return result

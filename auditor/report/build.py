@@ -105,6 +105,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> do
             "failed_devices": [{"device": d.device, "collector": d.collector,
                                 "status": d.status, "detail": d.detail} for d in cov.failed],
             "blind_spots": list(cov.blind_spots),
+            "event_sources": dict(cov.event_sources),
         },
         "summary": {
             "switches": sum(n.node_type == NodeType.SWITCH for n in ev.fabric.nodes.values()),

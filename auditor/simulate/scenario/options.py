@@ -84,6 +84,7 @@ class ScenarioOptions(TypedDict, total=False):
     host_records: str | None
     lfts: bool
     silent_uplink: bool
+    vendor_formats: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,11 @@ class Scenario:
     # One leaf uplink that stalls once, long enough to kill exactly one job, and leaves no
     # other trace (silent.py). False leaves every file as it was.
     silent_uplink: bool = False
+    # The same fabric and switch-side flaps also as an NVIDIA site keeps them (issue #24):
+    # ibdiagnet2.db_csv runs, NVOS event tables, UFM REST events under `vendor/`, listed in
+    # truth.json's `vendor_formats`. Written beside the Onyx/ibnetdiscover files, from them;
+    # False leaves every file as it was.
+    vendor_formats: bool = False
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -282,4 +288,6 @@ class Scenario:
             del out["lfts"]  # off: truth.json stays what it was before the option
         if not self.silent_uplink:
             del out["silent_uplink"]
+        if not self.vendor_formats:
+            del out["vendor_formats"]  # off: truth.json stays what it was before the option
         return out
