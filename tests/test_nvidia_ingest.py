@@ -217,3 +217,34 @@ def test_simulate_vendor_formats_lists_its_files_and_off_leaves_none(tmp_path: P
     assert truth_on["scenario"].pop("vendor_formats") is True
     del truth_on["vendor_formats"]
     assert truth_on == json.loads((off / "truth.json").read_text())
+
+
+def test_split_ports_zones_and_cleared_entries_reach_the_store(
+        tmp_path: Path, scenario: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = scenario
+    db = tmp_path / "d.duckdb"
+    _ingest(db, str(out / "topology" / "ibnetdiscover.txt"))
+    table = tmp_path / "leaf02.json"
+    table.write_text(json.dumps({"last": {
+        "7": {"resource": "sw3p2s1", "severity": "INFORMATIONAL",
+              "text": "Interface operational state is down",
+              "time-created": "2026-07-21 09:03:01 IDT"},
+        "8": {"resource": "sw3p2s1", "severity": "INFORMATIONAL",
+              "text": "Cleared: Interface operational state is down",
+              "time-created": "2026-07-21 09:03:13 IDT"},
+        "9": {"resource": "sw16p1", "severity": "INFORMATIONAL",
+              "text": "Interface admin state is down",
+              "time-created": "2026-07-21 06:04:00 Etc/UTC"}}, "table-occupancy": 9}))
+    _ingest(db, "--host", "leaf02", str(table))
+    with Store(db) as store:
+        rows = [r for r in store.events(datetime(2026, 7, 21, tzinfo=UTC),
+                                        datetime(2026, 7, 22, tzinfo=UTC))
+                if r["origin"] == "nvos-events"]
+        leaf02 = store.fabric(store.snapshot_times(datetime(2100, 1, 1, tzinfo=UTC))[0])
+    guid = next(g for g, n in leaf02.nodes.items() if n.name == "leaf02")
+    # sw3p2 is IB port 6; its first split half is 2*(6-1)+1 = 11 (Quantum's split rule)
+    assert [(r["event_at"].isoformat(), r["state"], r["port_name"], r["port"], r["guid"])
+            for r in rows] == [
+        ("2026-07-21T06:03:01", "down", "sw3p2s1", 11, guid),
+        ("2026-07-21T06:03:13", "up", "sw3p2s1", 11, guid),
+        ("2026-07-21T06:04:00", "admin_down", "sw16p1", 31, guid)]
