@@ -248,3 +248,11 @@ def test_split_ports_zones_and_cleared_entries_reach_the_store(
         ("2026-07-21T06:03:01", "down", "sw3p2s1", 11, guid),
         ("2026-07-21T06:03:13", "up", "sw3p2s1", 11, guid),
         ("2026-07-21T06:04:00", "admin_down", "sw16p1", 31, guid)]
+
+
+def test_job_lines_with_event_like_keys_stay_jobs(tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs.jsonl"
+    jobs.write_text('{"job_id": "7", "state": "FAILED", "start": "2026-11-29T00:00:00Z", '
+                    '"end": "2026-11-29T01:00:00Z", "nodes": "node-001", "event_type": "x", '
+                    '"severity": "high", "timestamp": "2026-11-29T01:00:00Z"}\n')
+    assert plan_ingest([jobs], "auto").job_files == [jobs]

@@ -146,7 +146,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("ufm-rest-events", "logs", "auditor.parse.ufm_rest_events:parse_ufm_rest_events",
          "UFM REST: /ufmRest/app/events", "ufm_rest_events", expect="events",
          reads="document", params=("tz",), options=("tz", "aliases"),
-         signs=(Sign(r'^(?=[\[{"]).*"(?:object_path|write_to_syslog|event_type)"\s*:'),)),
+         signs=(Sign(r'^(?=[\[{"]).*"(?:object_path|write_to_syslog)"\s*:'),)),
     # jobs: the scheduler, job logs, the site's own files and what happened to whole hosts
     Kind("sacct", "jobs", "auditor.parse.sacct:parse_sacct", "jobs: sacct -P", "sacct",
          expect="jobs", params=("tz",), options=("tz",), records="jobs",
