@@ -256,3 +256,38 @@ def test_job_lines_with_event_like_keys_stay_jobs(tmp_path: Path) -> None:
                     '"end": "2026-11-29T01:00:00Z", "nodes": "node-001", "event_type": "x", '
                     '"severity": "high", "timestamp": "2026-11-29T01:00:00Z"}\n')
     assert plan_ingest([jobs], "auto").job_files == [jobs]
+
+
+def test_the_scenarios_db_csv_runs_hold_its_fabric_and_counters(
+        scenario: tuple[Path, dict[str, Any]]) -> None:
+    """Every run: the ibnetdiscover capture's links with their width and speed, and a counter
+    reading of every cabled port (zeros where ibqueryerrors printed none, as ibdiagnet reads
+    every port), the snapshot's values where it printed some."""
+    from auditor.parse.ibdiagnet import parse_ibdiagnet
+    from auditor.parse.ibnetdiscover import parse_ibnetdiscover
+    from auditor.parse.ibqueryerrors import parse_ibqueryerrors_table
+
+    out, files = scenario
+    truth = json.loads((out / "truth.json").read_text())
+    topo = parse_ibnetdiscover((out / "topology" / "ibnetdiscover.txt").read_text())
+    want = sorted((lk.a_guid, lk.a_port, lk.b_guid, lk.b_port, lk.width, lk.speed)
+                  for lk in topo.links)
+    owner = {p.port_guid: p.guid for p in topo.ports if p.port_guid}
+    cabled = {(g, p) for lk in topo.links for g, p in ((lk.a_guid, lk.a_port),
+                                                       (lk.b_guid, lk.b_port))}
+    assert len(files["ibdiagnet"]) == len(truth["snapshots"])
+    for run, snap in zip(files["ibdiagnet"], truth["snapshots"], strict=True):
+        got = parse_ibdiagnet((out / run["path"]).read_text())
+        assert got.topology is not None and got.counters is not None
+        assert got.run_at == datetime.fromisoformat(snap["at"])
+        links = sorted((lk.a_guid, lk.a_port, lk.b_guid, lk.b_port, lk.width, lk.speed)
+                       for lk in got.topology.links)
+        assert links == want
+        read = {(g, p): {} for g, p, _, _ in got.counters.rows()}
+        for g, p, name, value in got.counters.rows():
+            read[(g, p)][name] = value
+        assert set(read) == cabled
+        printed = parse_ibqueryerrors_table((out / snap["file"]).read_text())
+        for g, p, name, value in printed.rows():
+            if p is not None:
+                assert read[(owner.get(g, g), p)][name] == value

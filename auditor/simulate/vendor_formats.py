@@ -381,7 +381,8 @@ def write_scenario_formats(out_dir: Path) -> dict[str, Any]:
 
     * `vendor/ibdiagnet/ibdiagnet2-<snapshot>.db_csv`: one ibdiagnet run per counter snapshot,
       the topology (NODES, PORTS, LINKS, PORT_HIERARCHY_INFO) with that snapshot's counters in
-      PM_INFO, run at the snapshot's time;
+      PM_INFO (every active port, zeros where ibqueryerrors printed none), run at the
+      snapshot's time;
     * `vendor/nvos/<switch>.json`: each switch's NVOS event table (`nv show system events -o
       json`) holding its syslog's port events, ports named as NVOS names them (`IB1/17` ->
       `sw9p1`); a switch whose syslog was lost has no table either;
@@ -395,7 +396,7 @@ def write_scenario_formats(out_dir: Path) -> dict[str, Any]:
     from auditor.parse.syslog import parse_syslog_lines
     from auditor.portmap import PortMap, port_number
 
-    topo = parse_ibnetdiscover((out_dir / "topology" / "ibnetdiscover.txt").read_text())
+    topo = _trained(parse_ibnetdiscover((out_dir / "topology" / "ibnetdiscover.txt").read_text()))
     truth = json.loads((out_dir / "truth.json").read_text())
     root = out_dir / VENDOR_DIR
     for sub in ("ibdiagnet", "nvos", "ufm"):
@@ -408,7 +409,12 @@ def write_scenario_formats(out_dir: Path) -> dict[str, Any]:
     for snap in truth["snapshots"]:
         rel = Path(snap["file"])
         table = parse_ibqueryerrors_table((out_dir / rel).read_text())
-        rows = []
+        # ibdiagnet reads every port's PortCounters; ibqueryerrors prints only ports with
+        # errors: the others are zeros in the run (a port first seen with errors would
+        # otherwise have no reading to count from).
+        rows: list[tuple[str, int | None, str, int]] = [
+            (p.guid, p.port, "SymbolErrorCounter", 0) for p in topo.ports
+            if p.state == "Active"]
         for guid, port, name, value in table.rows():
             node, node_port = owners.get(guid, (guid, port))
             rows.append((node, port if port is not None else node_port, name, value))
@@ -462,6 +468,22 @@ def write_scenario_formats(out_dir: Path) -> dict[str, Any]:
     ufm = f"{VENDOR_DIR}/ufm/events.json"
     (out_dir / ufm).write_text(ufm_rest_events_json(link_events), encoding="utf-8")
     return {"ibdiagnet": runs, "nvos_events": tables, "ufm_rest_events": ufm}
+
+
+def _trained(topo: Topology) -> Topology:
+    """ibnetdiscover gives a link's width and speed, not its ports' state; ibdiagnet's PORTS
+    table gives each port's: a cabled port is Active/LinkUp at its link's width and speed."""
+    from dataclasses import replace
+
+    ends: dict[tuple[str, int], Link] = {}
+    for lk in topo.links:
+        ends[(lk.a_guid, lk.a_port)] = ends[(lk.b_guid, lk.b_port)] = lk
+    ports = []
+    for p in topo.ports:
+        cable = ends.get((p.guid, p.port))
+        ports.append(p if cable is None else replace(
+            p, state="Active", phys_state="LinkUp", width=cable.width, speed=cable.speed))
+    return Topology(topo.nodes, ports, topo.links)
 
 
 # Both ends log one link change within a second or two (plus the switches' clock skew).
