@@ -154,8 +154,8 @@ def ingest(
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
     host: Annotated[str | None, typer.Option(
-        "--host", help="dmesg, boots and transceiver diagnostics: the host (or switch) it "
-        "came from")
+        "--host", help="dmesg, boots, transceiver diagnostics and NVOS event tables: the host "
+        "(or switch) it came from")
     ] = None,
     port: Annotated[str | None, typer.Option(
         "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
