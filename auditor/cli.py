@@ -155,8 +155,8 @@ def ingest(
     tz: Annotated[str | None, typer.Option(
         "--tz", help="zone of log stamps that have none (default UTC, or [logs] tz)")] = None,
     host: Annotated[str | None, typer.Option(
-        "--host", help="dmesg, boots and transceiver diagnostics: the host (or switch) it "
-        "came from")
+        "--host", help="dmesg, boots, transceiver diagnostics and NVOS event tables: the host "
+        "(or switch) it came from")
     ] = None,
     port: Annotated[str | None, typer.Option(
         "--port", help="transceiver diagnostics: the port (ib0, mlx5_0/1, IB1/17) when the "
@@ -899,11 +899,17 @@ def simulate(
         "finds them changed), its reroutes around leaf-spine links that stay down, and jobs' "
         "fates from the tables in effect; listed as lft_captures and reroutes in truth.json")
     ] = False,
+    vendor_formats: Annotated[bool, typer.Option(
+        "--vendor-formats", help="also write the fabric and its switch-side flaps as an NVIDIA "
+        "site keeps them, under vendor/: an ibdiagnet2.db_csv per counter snapshot, each "
+        "switch's NVOS event table (JSON), UFM REST events (JSON); listed as vendor_formats "
+        "in truth.json")] = False,
 ) -> None:
     """Write a seeded fat-tree scenario with injected faults in the real formats
     (ibnetdiscover, Onyx syslog, ibqueryerrors snapshots, sacct, NCCL logs, hosts,
     maintenance; Slurm node events, slurmctld.log and boot records with --reboots; forwarding
-    tables with --lfts) and its ground truth (truth.json), for tests, demos and evaluation.
+    tables with --lfts; ibdiagnet, NVOS and UFM REST files with --vendor-formats) and its
+    ground truth (truth.json), for tests, demos and evaluation.
 
     Example:
 
@@ -923,7 +929,8 @@ def simulate(
             channel_lines=channel_lines, launcher_prefixes=launcher_prefixes,
             sacct_steps=sacct_steps, lost_switch_logs=lost_switch_logs, optics=optics,
             ageing_optics=ageing_optics, harmless_flaps=harmless_flaps, reboots=reboots,
-            host_records=host_records, outcomes=outcomes, lfts=lfts):
+            host_records=host_records, outcomes=outcomes, lfts=lfts,
+            vendor_formats=vendor_formats):
         _out(line)
 
 

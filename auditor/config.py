@@ -130,6 +130,9 @@ class SwitchSettings:
     host: str
     snmp: SnmpSettings | None = None
     ssh: SshSettings | None = None
+    # What the switch runs: "onyx" (MLNX-OS/Onyx: its CLI's port status and transceivers) or
+    # "nvos" (Quantum-2 and later: its event table, `nv show system events -o json`; #24).
+    os: str = "onyx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,7 +386,7 @@ def _switch(item: dict[str, Any], base: Path) -> SwitchSettings:
                                      secrets=("community", "auth_key", "priv_key")))
     if "ssh" in item:
         ssh = SshSettings(**_given(item["ssh"], base, paths=_SSH_PATHS, secrets=("password",)))
-    return SwitchSettings(item["name"], item["host"], snmp, ssh)
+    return SwitchSettings(item["name"], item["host"], snmp, ssh, item.get("os") or "onyx")
 
 
 def load(config_path: Path | None, db: Path | None) -> Settings:

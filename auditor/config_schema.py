@@ -241,6 +241,7 @@ class SwitchTable(_Table):
     host: Name
     snmp: SwitchSnmpTable | None = None
     ssh: SwitchSshTable | None = None
+    os: Literal["onyx", "nvos"] | None = None
 
 
 class SnmpTable(_Table):

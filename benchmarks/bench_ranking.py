@@ -29,9 +29,15 @@ ranking's network-caused jobs against truth's (`net/truth`, with the jobs the cr
 in `killed`: NODE_FAIL and FAILED). Its seeds default to 1-10. The targets: no crashed host's
 cable in the top K, recall@K >= 0.95, network-caused jobs within 10 % of truth.
 
+`--vendor-formats` (issue #24) writes every scenario also as an NVIDIA site keeps it and ranks
+it through those files: the fabric and counters from ibdiagnet2.db_csv runs, the switch-side
+flaps from each switch's NVOS event table, each kind once the ingest offers it (else the file it
+was written from; the `vendor` column lists the kinds used: `d` ibdiagnet, `n` nvos-events).
+The same seed without the flag is the same scenario ranked through ibnetdiscover and syslog.
+
     python benchmarks/bench_ranking.py [--seeds 1 2 3] [--quick]
                                        [--kind old|realistic|both|reboot] [--match-logs]
-                                       [--harmless N] [--reboots N]
+                                       [--harmless N] [--reboots N] [--vendor-formats]
 """
 
 from __future__ import annotations
@@ -77,8 +83,10 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
     print(f"\n{kind} scenarios{' (job logs matched by host and time)' if match_logs else ''}"
           f"{f' with {harmless} harmless link(s)' if harmless else ''}")
     lft = bool(options.get("lfts"))
+    vendor = bool(options.get("vendor_formats"))
     print(f"{'fabric':>14} {'seed':>4} {'K':>3} {'recall@K':>8} {'false':>5} {'switch':>6} "
           f"{'naive':>6} {'n.false':>7} {'time':>6}" + (f" {'lft':>4}" if lft else "")
+          + (f" {'vendor':>6}" if vendor else "")
           + ("  before: recall false | harmless ranks before -> after" if harmless else ""))
     for spines, leaves, hosts in sizes:
         for seed in seeds:
@@ -88,7 +96,7 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
                 generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          **options)
                 score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs,
-                                        before=bool(harmless))
+                                        before=bool(harmless), vendor_formats=vendor)
                 took = time.perf_counter() - t
             rebooted = {r["name"] for r in truth["switch_reboots"]}
             one_switch = sorted(score.switch_suspects) == sorted(rebooted)
@@ -103,6 +111,7 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
                   f"{'yes' if one_switch else 'NO':>6} {score.naive_recall:>6.2f} "
                   f"{score.naive_false_blames:>7} {took:>5.1f}s"
                   + (f" {score.lfts_ingested:>4}" if lft else "")
+                  + (f" {_kinds(score.vendor_kinds):>6}" if vendor else "")
                   + (before.add(score, truth) if harmless else ""))
             for blame in score.false_blames:
                 print(f"      false blame: {blame}")
@@ -112,6 +121,10 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
           f"{switch_ok}/{runs}")
     if harmless:
         before.summary(kind, recalls, false_total)
+
+
+def _kinds(kinds: list[str]) -> str:
+    return "".join({"ibdiagnet": "d", "nvos-events": "n"}.get(k, "?") for k in kinds) or "-"
 
 
 class _Before:
@@ -294,8 +307,13 @@ def main() -> None:
                     help="--kind reboot: hosts that crash per scenario (default 3)")
     ap.add_argument("--lfts", action="store_true",
                     help="every scenario with its switches' forwarding tables (issue #23)")
+    ap.add_argument("--vendor-formats", action="store_true",
+                    help="rank every scenario through its ibdiagnet2.db_csv runs and NVOS event "
+                         "tables (issue #24), where the ingest offers those kinds")
     args = ap.parse_args()
     extra: ScenarioOptions = {"lfts": True} if args.lfts else {}
+    if args.vendor_formats:
+        extra["vendor_formats"] = True
     if args.kind == "reboot":
         for setting, options, sizes in REBOOT_SETTINGS:
             run_reboots(setting, sizes[:1] if args.quick else sizes,

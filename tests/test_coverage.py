@@ -127,3 +127,53 @@ def test_the_table_and_the_report_say_it_too(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     assert "What this report could not see" in page
     assert f"switch syslog missing from {lost}" in page
+
+
+def test_nvos_tables_are_the_switches_own_logs_and_the_sources_are_named(tmp_path: Path) -> None:
+    """Issue #24: a fabric known through NVOS event tables: a switch whose table is missing is
+    named as the one whose syslog is, and the notes say which sources the window had."""
+    scen = _scenario(tmp_path, lost_switch_logs=2, vendor_formats=True)
+    truth = load_scenario(scen, tmp_path / "a.duckdb", vendor_formats=True)
+    assert "nvos-events" in truth["vendor_kinds"]
+    lost = sorted(truth["lost_switch_logs"])
+    cov = _coverage(tmp_path / "a.duckdb")
+    assert cov["switches_log_missing"] == lost
+    sources = cov["event_sources"]
+    assert sources["syslog"] == sources["ufm-events"] == sources["ufm-rest-events"] == 0  # type: ignore[index]
+    assert sources["nvos-events"] > 0  # type: ignore[index]
+    tables = len(truth["vendor_formats"]["nvos_events"])  # switches whose table has events
+    assert cov["nvos_switches"] == tables and not set(lost) & set(truth["vendor_formats"][
+        "nvos_events"])
+    notes = " | ".join(cov["notes"])  # type: ignore[arg-type]
+    assert f"NVOS event table missing from {lost[0]}, {lost[1]}" in notes
+    assert (f"no port events from switch syslog, UFM event.log or UFM REST events (read: NVOS "
+            f"event tables {sources['nvos-events']} ({tables} switches))") in notes  # type: ignore[index]
+    assert "no switch syslog" not in notes
+
+
+def test_ufm_rest_alone_is_named_and_syslog_alone_adds_no_note(tmp_path: Path) -> None:
+    scen = _scenario(tmp_path, vendor_formats=True)
+    truth = load_scenario(scen, tmp_path / "syslog.duckdb")
+    plain = _coverage(tmp_path / "syslog.duckdb")
+    assert plain["event_sources"]["syslog"] > 0  # type: ignore[index]
+    assert not any("port events" in n or "NVOS" in n for n in plain["notes"])  # type: ignore[attr-defined]
+    db = str(tmp_path / "ufm.duckdb")
+    topology = scen / "topology" / "ibnetdiscover.txt"
+    assert runner.invoke(app, ["--db", db, "ingest", "--at", truth["topology_at"],
+                               str(topology)]).exit_code == 0
+    assert runner.invoke(app, ["--db", db, "ingest", str(
+        scen / truth["vendor_formats"]["ufm_rest_events"])]).exit_code == 0
+    notes = _coverage(tmp_path / "ufm.duckdb")["notes"]
+    assert "no switch syslog or NVOS event table in the window: link changes come only from " \
+        "UFM REST events, opensm, SNMP, counters and sweeps" in notes  # type: ignore[operator]
+    assert any(n.startswith("no port events from switch syslog, NVOS event tables or UFM "
+                            "event.log (read: UFM REST events ")
+               for n in notes)  # type: ignore[attr-defined]
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["--db", db, "report", "--since", "24h", "--until",
+                                 "2026-11-21T00:00:00Z", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["coverage"]["event_sources"]["ufm-rest-events"] > 0
+    assert doc["coverage"]["event_sources"]["syslog"] == 0
+    assert any("UFM REST events" in n for n in doc["coverage"]["blind_spots"])

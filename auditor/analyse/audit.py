@@ -134,6 +134,8 @@ class Coverage:
     hosts_total: int
     failed: list[DeviceStatus]  # every device whose last collection was not ok
     blind_spots: list[str] = field(default_factory=list)  # coverage.blind_spots' notes
+    # the window's port events per switch-side source (coverage.EVENT_SOURCES' keys, #24)
+    event_sources: dict[str, int] = field(default_factory=dict)
     fabric_sources: dict[str, dict[str, int]] = field(default_factory=dict)  # and its sources
     sources_note: str = ""
 
@@ -380,7 +382,7 @@ def _coverage(status: list[DeviceStatusRow], seen: SeenCoverage) -> Coverage:
         failed=[DeviceStatus(device=s["device"], collector=s["collector"], status=s["status"],
                              detail=s["detail"]) for s in status if s["status"] != "ok"],
         blind_spots=seen.notes, fabric_sources=seen.fabric_sources,
-        sources_note=seen.sources_note)
+        sources_note=seen.sources_note, event_sources=dict(seen.event_sources))
 
 
 def _heatmap(ev: Evidence, bins: int = HEATMAP_BINS) -> Heatmap:

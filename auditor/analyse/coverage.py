@@ -4,10 +4,13 @@ Every `suspects` and `report` output says where its evidence has holes, so a run
 counters and job logs alone (a tenant who cannot read the switches) is honest about its blind
 spots, and an operator knows which switch's syslog forwarding broke:
 
-- a switch's own syslog missing or incomplete: the switch sits at the far end of link changes
-  that other switches logged in their syslog, and logged few or none of them itself (a link
-  going down is seen by both ends; UFM and opensm are fabric-wide and do not count as the
-  switch's own log);
+- which switch-side sources of port events the window had (issue #24): switch syslog, NVOS
+  event tables, UFM event.log, UFM REST events (`event_sources`); a site with syslog alone
+  gets no note, one with none or with the NVIDIA sources a note naming what it had and not;
+- a switch's own log (syslog, or its NVOS event table) missing or incomplete: the switch sits
+  at the far end of link changes that other switches logged in theirs, and logged few or none
+  of them itself (a link going down is seen by both ends; UFM and opensm are fabric-wide and
+  do not count as the switch's own log);
 - a switch clock off: the same link change stamped by both ends' syslogs, the two stamps apart
   by more than a few seconds, consistently (the median over the pairs);
 - hosts never read: fabric hosts the host side (the host sweep, a dmesg file, sysfs counters)
@@ -39,7 +42,12 @@ from auditor.store import Store
 if TYPE_CHECKING:
     from auditor.store.rows import EventRow
 
-SWITCH_LOG = "syslog"  # the origin of a switch's own log lines
+# The origins of a switch's own log lines: Onyx syslog, and NVOS's event table (issue #24).
+SWITCH_LOGS = frozenset({"syslog", "nvos-events"})
+# The switch-side sources of port events a window may have had, as the notes name them.
+EVENT_SOURCES: dict[str, str] = {
+    "syslog": "switch syslog", "nvos-events": "NVOS event tables",
+    "ufm-events": "UFM event.log", "ufm-rest-events": "UFM REST events"}
 # Both ends log one link change within a second or two (flaps.py pairs them with this slack);
 # a peer's line further away than PAIR_WINDOW is another change.
 PAIR_WINDOW = timedelta(seconds=90)
@@ -67,7 +75,10 @@ class Coverage:
     hosts_never_read: list[str] = field(default_factory=list)
     jobs_failed: int = 0
     jobs_without_logs: list[str] = field(default_factory=list)
-    switch_log_lines: int = 0  # port events from switch syslog in the window
+    switch_log_lines: int = 0  # port events from switch syslog or NVOS tables in the window
+    # port events in the window per switch-side source (EVENT_SOURCES' keys, all of them)
+    event_sources: dict[str, int] = field(default_factory=dict)
+    nvos_switches: int = 0  # switches whose NVOS event table gave events in the window
     hosts_without_records: list[str] = field(default_factory=list)  # no boot / Slurm record
     host_records: dict[str, int] = field(default_factory=dict)  # source kind -> hosts named
     # what the fabric was read through: kind/origin -> {"snapshots": n, "port_events": n}
@@ -85,6 +96,7 @@ class Coverage:
             "jobs_failed": self.jobs_failed, "jobs_without_logs": self.jobs_without_logs,
             "hosts_without_records": self.hosts_without_records,
             "host_records": self.host_records,
+            "event_sources": self.event_sources, "nvos_switches": self.nvos_switches,
             "fabric_sources": self.fabric_sources,
             "notes": self.notes,
         }
@@ -101,7 +113,7 @@ def _switch_logs(ev: Evidence, events: list[EventRow], cov: Coverage) -> None:
     switch = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.SWITCH}
     logged: dict[tuple[str, int], list[tuple[datetime, str]]] = defaultdict(list)
     for e in events:
-        if e["origin"] == SWITCH_LOG and e["guid"] in switch and e["port"] is not None:
+        if e["origin"] in SWITCH_LOGS and e["guid"] in switch and e["port"] is not None:
             logged[(e["guid"], e["port"])].append((e["event_at"], e["state"]))
     # The far end of the ports that logged only (all 24,576 were 5 ms of every `suspects`).
     peers: dict[tuple[str, int], tuple[str, int]] = {}
@@ -167,6 +179,41 @@ def _clock_offsets(pairs: list[tuple[str, str, float]]) -> dict[str, float]:
     return found
 
 
+def _own_log(cov: Coverage) -> str:
+    """What a switch's own log is called in the notes: syslog, NVOS's table, or either."""
+    syslog, nvos = cov.event_sources.get("syslog", 0), cov.event_sources.get("nvos-events", 0)
+    if nvos and not syslog:
+        return "NVOS event table"
+    return "switch log (syslog or NVOS event table)" if nvos else "switch syslog"
+
+
+def _source_notes(cov: Coverage) -> list[str]:
+    """Which switch-side sources of port events the window had. A site of Onyx syslog alone
+    hears nothing new; one that has NVOS tables or UFM hears which of the four it had."""
+    if not cov.switches:
+        return []
+    had = {k: n for k, n in cov.event_sources.items() if n}
+    if not had:
+        return ["no switch-side port events in the window (switch syslog, NVOS event tables, "
+                "UFM event.log, UFM REST events): link changes come only from opensm, SNMP, "
+                "counters and sweeps"]
+    notes = []
+    if cov.switch_log_lines == 0 and not (had.keys() & SWITCH_LOGS):
+        ufm = " and ".join(EVENT_SOURCES[k] for k in had)
+        notes.append(f"no switch syslog or NVOS event table in the window: link changes come "
+                     f"only from {ufm}, opensm, SNMP, counters and sweeps")
+    if had.keys() != {"syslog"}:
+        read = ", ".join(f"{EVENT_SOURCES[k]} {n}"
+                         + (f" ({cov.nvos_switches} switches)" if k == "nvos-events" else "")
+                         for k, n in had.items())
+        missing = [EVENT_SOURCES[k] for k in EVENT_SOURCES if k not in had]
+        if missing:
+            notes.append(f"no port events from {_or(missing)} (read: {read})")
+    return notes
+
+
+def _or(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 def fabric_sources(snapshots: dict[str, int], events: list[EventRow]
                    ) -> tuple[dict[str, dict[str, int]], str]:
     """What the fabric was read through: per snapshot kind the sources observed, per event
@@ -201,6 +248,14 @@ def blind_spots(store: Store, ev: Evidence) -> Coverage:
     cov = Coverage(switches=sum(n.node_type == NodeType.SWITCH for n in fabric.nodes.values()))
     window = [e for e in ev.events if ev.since <= e["event_at"] <= ev.until]
     _switch_logs(ev, window, cov)
+    cov.event_sources = dict.fromkeys(EVENT_SOURCES, 0)
+    nvos: set[str] = set()
+    for e in window:
+        if e["origin"] in cov.event_sources:
+            cov.event_sources[e["origin"]] += 1
+            if e["origin"] == "nvos-events":
+                nvos.add(e["device"] or "")
+    cov.nvos_switches = len(nvos)
     cov.fabric_sources, cov.sources_note = fabric_sources(
         store.source_kinds(ev.since, ev.until), window)
     names, guids = store.hosts_read(ev.until)
@@ -213,14 +268,12 @@ def blind_spots(store: Store, ev: Evidence) -> Coverage:
     cov.jobs_failed = ev.jobs_failed
     cov.jobs_without_logs = sorted(ev.jobs_without_logs)
     notes = cov.notes
-    if cov.switches and cov.switch_log_lines == 0:
-        notes.append("no switch syslog in the window: link changes come only from UFM, "
-                     "opensm, SNMP, counters and sweeps")
+    notes += _source_notes(cov)
     if cov.switches_log_missing:
-        notes.append(f"switch syslog missing from {_names(cov.switches_log_missing)}: their "
+        notes.append(f"{_own_log(cov)} missing from {_names(cov.switches_log_missing)}: their "
                      "peers logged link changes they did not")
     if cov.switches_log_incomplete:
-        notes.append(f"switch syslog incomplete from {_names(cov.switches_log_incomplete)}: "
+        notes.append(f"{_own_log(cov)} incomplete from {_names(cov.switches_log_incomplete)}: "
                      "they logged under half of the link changes their peers logged")
     for name, off in sorted(cov.clock_off.items()):
         notes.append(f"clock of {name} is {abs(off):.0f} s {'ahead of' if off > 0 else 'behind'}"

@@ -264,6 +264,14 @@ def _classify(exc: BaseException, where: str, keys: str, timeout_s: float) -> _S
     return _StopError("error", f"{where}: {type(exc).__name__}")
 
 
+def classify_login(exc: BaseException, where: str, keys: str, timeout_s: float
+                   ) -> tuple[HostStatus, str]:
+    """(status, message) of a failed paramiko connect or login, as a host's is recorded (the
+    NVOS switch collector shares it: collect/nvos.py)."""
+    stop = _classify(exc, where, keys, timeout_s)
+    return stop.status, stop.detail
+
+
 class HostRunner:
     """One SSH session to one compute host, running only the host allowlist."""
 

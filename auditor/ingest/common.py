@@ -54,6 +54,43 @@ def read_text(path: Path) -> tuple[str, str]:
     return text, digest
 
 
+# A JSON document of events (an NVOS table of 10,000 entries is ~2 MB, a UFM REST answer of a
+# year of events tens of MB) is parsed whole: past this it is refused, not read into memory.
+DOCUMENT_MAX_MB = 256
+
+
+def read_document(path: Path) -> tuple[str, str]:
+    """A whole (possibly .gz) JSON document's text and content hash, at most DOCUMENT_MAX_MB;
+    AuditorError naming the file (and line) when it cannot be read, is larger, binary or not
+    UTF-8."""
+    import gzip
+    import zlib
+
+    limit = DOCUMENT_MAX_MB * 1024 * 1024
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as fh:
+                data = fh.read(limit + 1)
+        else:
+            with path.open("rb") as fh:
+                data = fh.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        why = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise AuditorError(f"{path}: cannot read: {why}") from None
+    if len(data) > limit:
+        raise AuditorError(f"{path}: over {DOCUMENT_MAX_MB} MB: too large to read as one "
+                           "JSON document (split it, or ask for a shorter time range)")
+    if (nul := data.find(b"\x00")) >= 0:
+        line_no = data[:nul].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: binary data (NUL byte), not a JSON document")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_no = data[: exc.start].count(b"\n") + 1
+        raise AuditorError(f"{path}:{line_no}: not UTF-8 text (byte {exc.start})") from None
+    return text, hashlib.sha256(data).hexdigest()
+
+
 # A capture's line holding bytes that are not UTF-8 (a node description a firmware wrote in
 # Latin-1, a flipped bit): the line is read with each bad byte as a visible `\xNN` escape and
 # counted under this reason; the rest of the capture is unaffected (issue #21).

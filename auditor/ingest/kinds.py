@@ -53,7 +53,9 @@ class Kind(NamedTuple):
     help: str  # one line for `ingest --kind` (the tool or file, and the options it needs)
     fixtures: str  # its folder under tests/fixtures/
     expect: str = "records"  # how tests/test_fixtures.py compares a case with its .json
-    reads: Literal["text", "lines"] = "text"  # "lines": (line number, line) pairs
+    # "lines": (line number, line) pairs; "document": the whole file is one document (JSON),
+    # read and parsed whole, with no envelope or prefilter (logs family)
+    reads: Literal["text", "lines", "document"] = "text"
     params: tuple[str, ...] = ()  # the parser's keywords a caller gives when it has them
     options: tuple[str, ...] = ()  # what changes what it stores: the re-ingest key's fields
     signs: tuple[Sign, ...] = ()  # how --kind auto recognises it (in AUTO_ORDER's order)
@@ -149,6 +151,17 @@ KINDS: tuple[Kind, ...] = (
          "kernel log: dmesg, journalctl -k (--host)", "dmesg", expect="dmesg",
          params=("host", "boot_time", "tz"), options=(*_LOG_OPTIONS, "host"), envelope=_DMESG,
          prefilter="auditor.parse.dmesg:PREFILTER"),
+    # Whole JSON documents of port events (issue #24): an NVOS switch's event table, UFM's REST
+    # events. Recognised by their keys, on a line that starts the way JSON's lines do.
+    Kind("nvos-events", "logs", "auditor.parse.nvos_events:parse_nvos_events",
+         "nv show system events -o json (--host)", "nvos_events",
+         expect="events", reads="document", params=("host", "tz"),
+         options=("tz", "host", "aliases"),
+         signs=(Sign(r'^(?=[\[{"]).*"(?:time-created|table-occupancy|table-size)"\s*:'),)),
+    Kind("ufm-rest-events", "logs", "auditor.parse.ufm_rest_events:parse_ufm_rest_events",
+         "UFM REST: /ufmRest/app/events", "ufm_rest_events", expect="events",
+         reads="document", params=("tz",), options=("tz", "aliases"),
+         signs=(Sign(r'^(?=[\[{"]).*"(?:object_path|write_to_syslog)"\s*:'),)),
     # jobs: the scheduler, job logs, the site's own files and what happened to whole hosts
     Kind("sacct", "jobs", "auditor.parse.sacct:parse_sacct", "jobs: sacct -P", "sacct",
          expect="jobs", params=("tz",), options=("tz",), records="jobs",
@@ -212,7 +225,7 @@ KINDS: tuple[Kind, ...] = (
                 # NVUE's hyphenated lower-case keys
                 Sign(r"^(?:cable-type|diagnostics-status|ch-\d+-rx-power)\s*:"))),
     # parsers with fixtures that are no ingest kind: the collectors' own, and the forwarding
-    # tables and NVIDIA formats of issues #23 and #24 (their ingest comes with those issues;
+    # tables and ibdiagnet files of issues #23 and #24 (their ingest comes with those issues;
     # ibdiagnet's log and net_dump are read by the `ibdiagnet` kind, in its folder)
     Kind("node-name-map", None, "auditor.parse.nodedesc:parse_node_name_map",
          "the site's node-name map (config node_name_map)", "nodedesc", expect="value"),
@@ -235,16 +248,11 @@ KINDS: tuple[Kind, ...] = (
          "ibdiagnet2.log (#24)", "ibdiagnet_log", expect="events", params=("at",)),
     Kind("ibdiagnet-net-dump", None, "auditor.parse.ibdiagnet:parse_ibdiagnet_net_dump",
          "ibdiagnet2.net_dump (#24)", "ibdiagnet_net_dump", expect="full-topology"),
-    Kind("nvos-events", None, "auditor.parse.nvos_events:parse_nvos_events",
-         "NVOS nv show system events -o json (#24)", "nvos_events", expect="events",
-         params=("host", "tz")),
-    Kind("ufm-rest-events", None, "auditor.parse.ufm_rest_events:parse_ufm_rest_events",
-         "UFM REST /ufmRest/app/events (#24)", "ufm_rest_events", expect="events",
-         params=("tz",)),
 )
 
-# --kind auto: the families in the order they are tried, and in each family the kinds in the
-# order their signs are tried; a kind named twice has two signs, tried in turn. Captures and
+# --kind auto: the steps in the order they are tried (a family may have more than one step,
+# tried in turn), and in each step the kinds in the order their signs are tried; a kind named
+# twice has two signs, tried in turn. Captures and
 # jobs try each sign on the lines their family reads, optics and logs each line with every sign.
 AUTO_ORDER: tuple[tuple[Family, tuple[str, ...]], ...] = (
     ("captures", ("ibnetdiscover", "iblinkinfo", "perfquery", "ibqueryerrors", "lfts",
@@ -253,6 +261,9 @@ AUTO_ORDER: tuple[tuple[Family, tuple[str, ...]], ...] = (
     # the command lines, then the formats' own first fields.
     ("optics", ("ethtool-module", "mlxlink-module", "onyx-optics",
                 "ethtool-module", "mlxlink-module", "onyx-optics")),
+    # JSON documents of port events, before the job kinds (jobs-jsonl takes a compact `{"`
+    # line) and before the logs' envelopes (syslog's takes the `[` of a pretty-printed array).
+    ("logs", ("nvos-events", "ufm-rest-events")),
     ("jobs", ("boots",  # a `last -x` reboot record anywhere: before anything else
               "sacct", "slurm-events", "slurmctld", "boots", "jobcomp", "jobs-jsonl",
               "maintenance", "inventory", "cabling", "joblog", "hosts")),
@@ -344,28 +355,33 @@ _LINES: dict[Family, Callable[[str], list[str]]] = {
 
 
 @cache
+def _steps() -> tuple[tuple[Family, tuple[tuple[str, Sign], ...]], ...]:
+    """AUTO_ORDER's steps with each kind's signs, checked: every sign of every kind once."""
+    taken: dict[str, int] = {}
+    steps = []
+    for family, order in AUTO_ORDER:
+        signs = []
+        for name in order:
+            kind = _BY_NAME[name]
+            if kind.family != family:
+                raise ValueError(f"AUTO_ORDER: {name} is no {family} kind")
+            index = taken.get(name, 0)
+            signs.append((name, kind.signs[index]))
+            taken[name] = index + 1
+        steps.append((family, tuple(signs)))
+    for kind in KINDS:
+        if kind.family is not None and taken.get(kind.name, 0) != len(kind.signs):
+            raise ValueError(f"AUTO_ORDER: {kind.name} has {len(kind.signs)} sign(s)")
+    return tuple(steps)
+
+
 def ordered_signs(family: Family) -> tuple[tuple[str, Sign], ...]:
     """(kind, sign) in the order `AUTO_ORDER` tries them within `family`."""
-    order = dict(AUTO_ORDER)[family]
-    taken: dict[str, int] = {}
-    out = []
-    for name in order:
-        kind = _BY_NAME[name]
-        if kind.family != family:
-            raise ValueError(f"AUTO_ORDER: {name} is no {family} kind")
-        index = taken.get(name, 0)
-        out.append((name, kind.signs[index]))
-        taken[name] = index + 1
-    for kind in KINDS:
-        if kind.family == family and taken.get(kind.name, 0) != len(kind.signs):
-            raise ValueError(f"AUTO_ORDER: {kind.name} has {len(kind.signs)} sign(s)")
-    return tuple(out)
+    return tuple(s for f, signs in _steps() if f == family for s in signs)
 
 
-def recognise(family: Family, head: str) -> str | None:
-    """The kind of `family` a file's head shows, or None."""
+def _match(family: Family, signs: tuple[tuple[str, Sign], ...], head: str) -> str | None:
     lines = _LINES[family](head)
-    signs = ordered_signs(family)
     if family in _LINE_BY_LINE:
         for line in lines:
             for name, sign in signs:
@@ -381,10 +397,18 @@ def recognise(family: Family, head: str) -> str | None:
     return None
 
 
+def recognise(family: Family, head: str) -> str | None:
+    """The kind of `family` a file's head shows, or None (the family's steps in turn)."""
+    for f, signs in _steps():
+        if f == family and (found := _match(f, signs, head)) is not None:
+            return found
+    return None
+
+
 def auto(head: str) -> tuple[Family, str] | None:
-    """The family and kind of a file from its head, trying the families in `AUTO_ORDER`."""
-    for family, _ in AUTO_ORDER:
-        found = recognise(family, head)
+    """The family and kind of a file from its head, trying the steps of `AUTO_ORDER`."""
+    for family, signs in _steps():
+        found = _match(family, signs, head)
         if found is not None:
             return family, found
     return None

@@ -13,6 +13,7 @@ other options it replaces what it stored.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
@@ -37,6 +38,7 @@ from auditor.ingest.common import (
     claim_source,
     digest_of,
     options_key,
+    read_document,
 )
 from auditor.models import PortEvent, clip
 from auditor.parse import _logline
@@ -142,77 +144,155 @@ def ingest_logs(store: Store, paths: Sequence[Path], kind: str, opts: LogOptions
     moment = now or datetime.now(UTC)
     times = store.snapshot_times(moment, limit=1)
     pm = PortMap(store.fabric(times[0]) if times else None, opts.aliases)
-    prepared = []
+    prepared: list[tuple[Path, str, LogScan | None, _logline.SyslogResult, str, int]] = []
     for path in paths:
         # scan() checks that the file is readable text; the head is read here only to tell
         # the kind.
         file_kind = kind if kind != "auto" else \
             detect_log_kind(read_head(path).decode("utf-8", "replace"), path)
         entry = kinds.kind(file_kind)
+        if entry.reads == "document":
+            text, digest = read_document(path)
+            prepared.append((path, file_kind, None, _parse_document(file_kind, text, path, opts),
+                             digest, text.count("\n") + (not text.endswith("\n"))))
+            continue
         prefilter = "|".join([entry.prefilter_pattern(), *(p.pattern for p in opts.extra)])
         found = scan(path, prefilter, entry.envelope)
         try:
             parsed = _parse(file_kind, found, path, opts)  # while the hash and counts finish
         finally:
             found.finish()
-        prepared.append((path, file_kind, found, parsed))
-    results = []
+        prepared.append((path, file_kind, found, parsed, found.sha256, found.total_lines))
     with store.transaction():
-        for path, file_kind, found, parsed in prepared:
-            digest = found.sha256
-            options = options_key(kind=file_kind, **kinds.kind(file_kind).option_values(
-                {"year": opts.year, "tz": str(opts.tz), "host": opts.host,
-                 "aliases": digest_of(opts.aliases)}))
-            result = IngestResult(str(path), file_kind, claim_source(store, digest, options,
-                                                                     moment))
-            results.append(result)
-            if result.status == "already ingested":
-                continue
-            issues: Counter[str] = Counter()
-            first: dict[str, tuple[int, str]] = {}
-            for line_no, line, why in parsed.unparsed:
-                issues[why] += 1
-                first.setdefault(why, (line_no, line.rstrip("\n")[:200]))
-            if found.no_envelope > 0:
-                garbage = "no recognised envelope (garbage line)"
-                issues[garbage] += found.no_envelope
-                if found.first_no_envelope:
-                    no, line = found.first_no_envelope
-                    first.setdefault(garbage, (no, line[:200]))
-            last_is_candidate = bool(found.candidates) and \
-                found.candidates[-1][0] == found.total_lines
-            if not found.last_line_complete and not last_is_candidate \
-                    and not found.last_line_nul:
-                issues[_logline.HALF_WRITTEN] += 1
-                first.setdefault(_logline.HALF_WRITTEN, (found.total_lines, ""))
-            _binary_issues(found, issues, first)
-            events = []
-            for e in parsed.events:
-                if e.at > moment + FUTURE_SLACK:
-                    issues["time in the future (switch clock skewed?)"] += 1
-                    first.setdefault("time in the future (switch clock skewed?)",
-                                     (e.line_no, e.message[:200]))
-                    continue
-                if bound_event(e):
-                    issues[CUT] += 1
-                    first.setdefault(CUT, (e.line_no, e.message[:200]))
-                events.append(e)
-            placed = _map(events, pm, issues, first)
-            result.records = len(events)
-            bad = sum(v for k, v in issues.items()
-                      if not k.startswith(("event on an unmapped", GZIP_BAD))
-                      and k not in _READ_ANYWAY)
-            sid = store.add_source(SourceMeta(file_kind, str(path), digest, "file", moment,
-                                              False, found.total_lines, bad, len(events),
-                                              options))
-            store.add_events(sid, file_kind, events, placed)
-            store.add_host_events(sid, parsed.boots)
-            store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
-                                   for why, n in issues.items()])
-            result.source_id = sid
-            result.warnings = [why if why.startswith(GZIP_BAD) else f"{n} line(s): {why}"
-                               for why, n in issues.most_common()]
-    return results
+        return [_store(store, pm, str(path), file_kind, found, parsed, digest, total_lines,
+                       opts, moment)
+                for path, file_kind, found, parsed, digest, total_lines in prepared]
+
+
+def store_document(store: Store, kind: str, text: str, where: str, opts: LogOptions,
+                   moment: datetime, origin: str = "file") -> IngestResult:
+    """One JSON document of port events (an NVOS table a sweep read over SSH) parsed and stored
+    in the caller's transaction as `ingest --kind <kind>` stores a file of it; `where` names
+    it (`ssh://leaf07/...`). Raises ParseError (naming `where`) when it is not one."""
+    times = store.snapshot_times(moment, limit=1)
+    pm = PortMap(store.fabric(times[0]) if times else None, opts.aliases)
+    parsed = _parse_document(kind, text, where, opts)
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    return _store(store, pm, where, kind, None, parsed, digest,
+                  text.count("\n") + (not text.endswith("\n")), opts, moment, origin)
+
+
+def _store(store: Store, pm: PortMap, path: str, file_kind: str, found: LogScan | None,
+           parsed: _logline.SyslogResult, digest: str, total_lines: int, opts: LogOptions,
+           moment: datetime, origin: str = "file") -> IngestResult:
+    """One file's parse into the store (the caller's transaction); a no-op when the same
+    content was stored with the same options."""
+    entry = kinds.kind(file_kind)
+    options = options_key(kind=file_kind, **entry.option_values(
+        {"year": opts.year, "tz": str(opts.tz), "host": opts.host,
+         "aliases": digest_of(opts.aliases)}))
+    if entry.reads == "document" and "host" in entry.params:
+        # An NVOS table does not name its switch, and two switches may hold the same one (a
+        # spine's reboot downs every leaf's uplink to it in the same second): the source is
+        # the switch's table, so the switch is part of its key. Given again under another
+        # --host, a table is another switch's, not the same one re-read with other options.
+        digest = hashlib.sha256(f"{opts.host}\n{digest}".encode()).hexdigest()
+    result = IngestResult(path, file_kind, claim_source(store, digest, options, moment))
+    if result.status == "already ingested":
+        return result
+    issues: Counter[str] = Counter()
+    first: dict[str, tuple[int, str]] = {}
+    for line_no, line, why in parsed.unparsed:
+        issues[why] += 1
+        first.setdefault(why, (line_no, line.rstrip("\n")[:200]))
+    if found is not None:
+        _scan_issues(found, issues, first)
+    events = []
+    for e in parsed.events:
+        if e.at > moment + FUTURE_SLACK:
+            issues["time in the future (switch clock skewed?)"] += 1
+            first.setdefault("time in the future (switch clock skewed?)",
+                             (e.line_no, e.message[:200]))
+            continue
+        if bound_event(e):
+            issues[CUT] += 1
+            first.setdefault(CUT, (e.line_no, e.message[:200]))
+        events.append(e)
+    if found is None:  # a table read again (a ring): what an earlier read stored is not new
+        events = _unseen(store, file_kind, events, issues, first)
+    placed = _map(events, pm, issues, first)
+    result.records = len(events)
+    bad = sum(v for k, v in issues.items()
+              if not k.startswith(("event on an unmapped", GZIP_BAD, STORED))
+              and k not in _READ_ANYWAY)
+    sid = store.add_source(SourceMeta(file_kind, path, digest, origin, moment, False,
+                                      total_lines, bad, len(events), options))
+    store.add_events(sid, file_kind, events, placed)
+    store.add_host_events(sid, parsed.boots)
+    store.add_issues(sid, [(why, n, *first.get(why, (None, None)))
+                           for why, n in issues.items()])
+    result.source_id = sid
+    result.warnings = [why if why.startswith(GZIP_BAD) else f"{n} line(s): {why}"
+                       for why, n in issues.most_common()]
+    return result
+
+
+# Events of a table read again that an earlier read stored (NVOS keeps its last 1000 events,
+# UFM its event history): counted, not stored twice, not unparsed.
+STORED = "event stored already by an earlier read of the table"
+
+
+def _unseen(store: Store, kind: str, events: list[PortEvent], issues: Counter[str],
+            first: dict[str, tuple[int, str]]) -> list[PortEvent]:
+    """`events` less those an earlier source of `kind` stored (same time, state, device, port,
+    code and message)."""
+    if not events:
+        return events
+    known = store.stored_events(kind, min(e.at for e in events), max(e.at for e in events))
+    fresh = []
+    for e in events:
+        key = (e.at.astimezone(UTC).replace(tzinfo=None), e.state, e.device, e.port_name,
+               e.code, e.message)
+        if key in known:
+            issues[STORED] += 1
+            first.setdefault(STORED, (e.line_no, e.message[:200]))
+        else:
+            fresh.append(e)
+    return fresh
+
+
+def _parse_document(kind: str, text: str, where: object,
+                    opts: LogOptions) -> _logline.SyslogResult:
+    """A whole JSON document's parse; ParseError names the file (or source) and line."""
+    from auditor.errors import ParseError
+
+    entry = kinds.kind(kind)
+    if "host" in entry.params and not opts.host:
+        raise AuditorError(f"{where}: {kind} names no switch; pass --host")
+    try:
+        result: _logline.SyslogResult = entry.call(text, {"host": opts.host, "tz": opts.tz})
+    except ParseError as exc:
+        raise exc.with_source(str(where)) from None
+    return result
+
+
+def _scan_issues(found: LogScan, issues: Counter[str],
+                 first: dict[str, tuple[int, str]]) -> None:
+    """What a line scan saw besides the events: garbage lines, a half-written last line, NUL
+    debris and a damaged .gz."""
+    if found.no_envelope > 0:
+        garbage = "no recognised envelope (garbage line)"
+        issues[garbage] += found.no_envelope
+        if found.first_no_envelope:
+            no, line = found.first_no_envelope
+            first.setdefault(garbage, (no, line[:200]))
+    last_is_candidate = bool(found.candidates) and \
+        found.candidates[-1][0] == found.total_lines
+    if not found.last_line_complete and not last_is_candidate \
+            and not found.last_line_nul:
+        issues[_logline.HALF_WRITTEN] += 1
+        first.setdefault(_logline.HALF_WRITTEN, (found.total_lines, ""))
+    _binary_issues(found, issues, first)
 
 
 # Issues of lines (or a file) that were still read: not counted as unparsed lines.

@@ -9,15 +9,18 @@ poll of the same switch (a status change, or ifLastChange moving = a flap betwee
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from auditor.analyse.snmp_changes import flaps_between
+from auditor.collect.nvos import collect_nvos_switches
 from auditor.collect.onyx import SwitchCollection, SwitchSsh, collect_switches
 from auditor.collect.snmp import SnmpTarget, poll
 from auditor.config import Settings, SwitchSettings
 from auditor.errors import ParseError
+from auditor.ingest.common import LogOptions
+from auditor.ingest.logs import store_document
 from auditor.ingest.optics import parse_optics, place
 from auditor.models import OpticsReading, PortEvent, SnmpPort, SnmpResult
 from auditor.portmap import PortMap
@@ -145,28 +148,30 @@ def store_switch_optics(store: Store, res: SwitchCollection, moment: datetime,
     return "; ".join(summary + notes)
 
 
+def _ssh_target(s: SwitchSettings, optics: bool) -> SwitchSsh:
+    assert s.ssh is not None  # noqa: S101 - callers pass only switches with SSH settings
+    return SwitchSsh(name=s.name, host=s.host, port=s.ssh.port, user=s.ssh.user,
+                     password=s.ssh.password, key_file=s.ssh.key_file,
+                     known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s, optics=optics,
+                     max_output_mb=s.ssh.max_output_mb,
+                     command_timeout_s=s.ssh.command_timeout_s,
+                     total_timeout_s=s.ssh.total_timeout_s)
+
+
 def collect_cli(
     store: Store, settings: Settings, now: datetime | None = None
 ) -> list[DeviceOutcome]:
-    """Read interface status and transceivers (vendor, PN, S/N, length) over SSH, and with
-    `[sweep] optics` each module's diagnostics."""
-    switches = [s for s in settings.switches if s.ssh is not None]
-    if not switches:
-        return []
-    targets = []
-    for s in switches:
-        assert s.ssh is not None  # noqa: S101 - filtered above
-        targets.append(SwitchSsh(name=s.name, host=s.host, port=s.ssh.port, user=s.ssh.user,
-                                 password=s.ssh.password, key_file=s.ssh.key_file,
-                                 known_hosts=s.ssh.known_hosts, timeout_s=s.ssh.timeout_s,
-                                 optics=settings.sweep.optics,
-                                 max_output_mb=s.ssh.max_output_mb,
-                                 command_timeout_s=s.ssh.command_timeout_s,
-                                 total_timeout_s=s.ssh.total_timeout_s))
+    """Read interface status and transceivers (vendor, PN, S/N, length) of every Onyx switch
+    over SSH, with `[sweep] optics` each module's diagnostics; and every NVOS switch's event
+    table (`collect_nvos`)."""
     moment = now or datetime.now(UTC)
+    outcomes = collect_nvos(store, settings, moment)
+    switches = [s for s in settings.switches if s.ssh is not None and s.os != "nvos"]
+    if not switches:
+        return outcomes
+    targets = [_ssh_target(s, settings.sweep.optics) for s in switches]
     results = collect_switches(targets)
     pm = _fabric_map(store, settings, moment)
-    outcomes = []
     with store.transaction():
         for res in results:
             optics = store_switch_optics(store, res, moment, pm) \
@@ -183,4 +188,37 @@ def collect_cli(
                              "length": t.length, "cable_type": t.cable_type,
                              "revision": t.revision})
             store.add_transceivers(moment, res.name, rows)
+    return outcomes
+
+
+NVOS_KIND = "nvos-events"
+
+
+def collect_nvos(store: Store, settings: Settings, moment: datetime) -> list[DeviceOutcome]:
+    """Read the event table of every `os = "nvos"` switch over SSH and store its port events
+    as `ingest --kind nvos-events --host <switch>` stores a file of it (the entries an earlier
+    sweep stored are not stored again), in one transaction. An answer that is not an event
+    table is the switch's `parse_failed`, its rows unstored."""
+    switches = [s for s in settings.switches if s.ssh is not None and s.os == "nvos"]
+    if not switches:
+        return []
+    results = collect_nvos_switches([_ssh_target(s, False) for s in switches])
+    base = LogOptions.from_settings(settings)
+    outcomes = []
+    with store.transaction():
+        for res in results:
+            status, detail, events = res.status, res.detail, 0
+            if status == "ok":
+                opts = replace(base, host=res.name)
+                try:
+                    stored = store_document(store, NVOS_KIND, res.events,
+                                            f"ssh://{res.name}/system/events", opts, moment,
+                                            origin=res.name)
+                except ParseError as exc:
+                    status, detail = "parse_failed", str(exc)
+                else:
+                    events = stored.records
+                    detail = f"{events} new port event(s) from the NVOS event table"
+            store.add_device_status(moment, res.name, "ssh", status, detail)
+            outcomes.append(DeviceOutcome(res.name, "ssh", status, detail, events))
     return outcomes

@@ -107,6 +107,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> do
             "failed_devices": [{"device": d.device, "collector": d.collector,
                                 "status": d.status, "detail": d.detail} for d in cov.failed],
             "blind_spots": list(cov.blind_spots),
+            "event_sources": dict(cov.event_sources),
             "fabric_sources": {k: dict(v) for k, v in cov.fabric_sources.items()},
             "sources_note": cov.sources_note,
         },

@@ -31,6 +31,9 @@ class Coverage(TypedDict):
     hosts_total: int
     failed_devices: list[FailedDevice]
     blind_spots: list[str]  # what the evidence could not see (analyse/coverage.py)
+    # port events in the window per switch-side source: syslog, nvos-events, ufm-events,
+    # ufm-rest-events (added for #24)
+    event_sources: NotRequired[dict[str, int]]
     # what the fabric was read through: tool or log -> {"snapshots": n, "port_events": n}
     fabric_sources: dict[str, dict[str, int]]
     sources_note: str

@@ -16,7 +16,8 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
                  channel_lines: bool | None, launcher_prefixes: bool | None,
                  sacct_steps: bool | None, lost_switch_logs: int | None, optics: bool,
                  ageing_optics: int | None, harmless_flaps: int | None, reboots: int | None,
-                 host_records: str | None, outcomes: bool, lfts: bool = False) -> list[str]:
+                 host_records: str | None, outcomes: bool, lfts: bool = False,
+                 vendor_formats: bool = False) -> list[str]:
     """Write the scenario the options describe under `out`; the lines to print. A value the
     scenario refuses is an AuditorError (exit 2) naming it."""
     lines: list[str] = []
@@ -43,6 +44,8 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
             options["outcomes"] = True
         if lfts:
             options["lfts"] = True
+        if vendor_formats:
+            options["vendor_formats"] = True
         truth = generate(out, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          days=days, **options)
     except ValueError as exc:
@@ -58,6 +61,11 @@ def run_simulate(out: Path, *, seed: int, spines: int, leaves: int, hosts: int, 
     lines.append(f"scenario written to {out}: {len(truth.bad_cables)} bad cable(s){harmless}, "
                  f"{len(truth.switch_reboots)} switch reboot(s){crashed}, {truth.jobs_total} "
                  f"jobs{ageing}{tables}; ground truth in {out / 'truth.json'}")
+    if vendor_formats:
+        files = json.loads((out / "truth.json").read_text(encoding="utf-8"))["vendor_formats"]
+        lines.append(f"NVIDIA formats in {out / 'vendor'}: {len(files['ibdiagnet'])} "
+                     f"ibdiagnet2.db_csv run(s), {len(files['nvos_events'])} NVOS event "
+                     f"table(s), UFM REST events in {files['ufm_rest_events']}")
     if outcomes:
         campaign = json.loads((out / "truth.json").read_text(encoding="utf-8"))["outcomes"]
         swaps = [s for f in campaign["faults"] for s in f["swaps"]]

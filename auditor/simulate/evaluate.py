@@ -22,6 +22,11 @@ ingested as `--kind lfts` at their capture times (truth's `lft_captures`) when t
 that kind, the same guard; `lfts_ingested` counts them. `bad_ranks` is each bad cable's rank
 among the link suspects (truth's order), so a scenario with one bad cable (`silent_uplink`)
 says whether it is the top link suspect.
+
+NVIDIA formats (`vendor_formats`, issue #24): the scenario's fabric, counters and switch-side
+flaps are ingested from its `vendor/` files (ibdiagnet2.db_csv runs, NVOS event tables) instead
+of ibnetdiscover, ibqueryerrors and syslog, each kind when the ingest offers it (the same
+guard); `vendor_kinds` lists those used. Everything else (jobs, site files) is the same.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ class Score:
     bad_ranks: list[int | None] = field(default_factory=list)  # per bad cable, truth's order
     # per bad cable, how many link suspects share its score (itself included; 0: no suspect)
     bad_ties: list[int] = field(default_factory=list)
+    # NVIDIA formats (issue #24): the kinds a vendor_formats evaluation ingested
+    vendor_kinds: list[str] = field(default_factory=list)
 
 
 # The host records a scenario may hold (issue #20): (ingest kind, files, one host per file).
@@ -89,21 +96,27 @@ def _link(ends: list[dict[str, Any]]) -> LinkId:
 
 
 def load_scenario(folder: Path, db: Path, match_logs: bool = False,
-                  lfts: bool = True) -> dict[str, Any]:
+                  lfts: bool = True, vendor_formats: bool = False) -> dict[str, Any]:
     """Ingest every file of a generated scenario into `db`; returns the ground truth. Job logs
     are ingested one by one under their job id (the file name), or with `match_logs` all
     together without one, so the auditor has to match them to jobs by host and time. `lfts`
-    False leaves the forwarding-table captures out (the same scenario ranked without them)."""
+    False leaves the forwarding-table captures out (the same scenario ranked without them).
+    `vendor_formats`: the fabric, counters and switch-side flaps come from the scenario's
+    NVIDIA files instead (`load_vendor_formats`); truth's `vendor_kinds` says which kinds."""
     truth: dict[str, Any] = json.loads((folder / "truth.json").read_text())
     topo_at = parse_instant(truth["topology_at"])
     with Store(db) as store:
-        ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"], at=topo_at)
+        if vendor_formats:
+            truth["vendor_kinds"] = load_vendor_formats(store, folder, truth)
+        else:
+            ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"], at=topo_at)
         if lfts:
             load_lfts(store, folder, truth)
-        for snap in truth["snapshots"]:
-            ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
-        ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(),
-                    now=parse_instant(truth["window_end"]))
+        if not vendor_formats:
+            for snap in truth["snapshots"]:
+                ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
+            ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(),
+                        now=parse_instant(truth["window_end"]))
         site = [folder / "hosts", folder / "maintenance.csv", folder / "jobs" / "sacct.txt",
                 folder / "inventory.csv", folder / "cabling.csv"]
         ingest_job_files(store, [f for f in site if f.exists()], "auto", JobOptions())
@@ -152,6 +165,42 @@ def load_lfts(store: Store, folder: Path, truth: dict[str, Any]) -> int:
     return len(captures)
 
 
+def load_vendor_formats(store: Store, folder: Path, truth: dict[str, Any]) -> list[str]:
+    """A `vendor_formats` scenario through its NVIDIA files (issue #24), each kind only when
+    the ingest offers it (the `offered` guard), else through the file it was written from:
+    every `ibdiagnet2.db_csv` run as `ingest --kind ibdiagnet --at <its time>` (else
+    ibnetdiscover and the ibqueryerrors snapshots), every switch's NVOS event table as
+    `ingest --kind nvos-events --host <switch>` (else the switch syslog). The kinds used."""
+    files = truth.get("vendor_formats")
+    if files is None:
+        raise ValueError(f"{folder}: written without vendor_formats (simulate --vendor-formats)")
+    now = parse_instant(truth["window_end"])
+    used = []
+    where = offered("ibdiagnet")
+    if where is None:
+        ingest_files(store, [folder / "topology" / "ibnetdiscover.txt"],
+                     at=parse_instant(truth["topology_at"]))
+        for snap in truth["snapshots"]:
+            ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
+    else:
+        for run in files["ibdiagnet"]:
+            path, at = folder / run["path"], parse_instant(run["at"])
+            if where == "captures":
+                ingest_files(store, [path], kind="ibdiagnet", at=at)
+            elif where == "jobs":
+                ingest_job_files(store, [path], "ibdiagnet", JobOptions(), now=at)
+            else:
+                ingest_logs(store, [path], "ibdiagnet", LogOptions(), now=at)
+        used.append("ibdiagnet")
+    if offered("nvos-events") == "logs":
+        for switch, rel in sorted(files["nvos_events"].items()):
+            ingest_logs(store, [folder / rel], "nvos-events", LogOptions(host=switch), now=now)
+        used.append("nvos-events")
+    else:
+        ingest_logs(store, sorted((folder / "logs").iterdir()), "auto", LogOptions(), now=now)
+    return used
+
+
 def load_host_records(store: Store, folder: Path, now: datetime) -> list[str]:
     """The scenario's host records into the store, each through the ingest kind `HOST_RECORDS`
     names when the ingest offers it; the kinds ingested."""
@@ -184,8 +233,8 @@ def naive_ranking(folder: Path) -> list[LinkId]:
 
 
 def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = False,
-             lfts: bool = True) -> tuple[Score, dict[str, Any]]:
-    truth = load_scenario(folder, db, match_logs, lfts)
+             lfts: bool = True, vendor_formats: bool = False) -> tuple[Score, dict[str, Any]]:
+    truth = load_scenario(folder, db, match_logs, lfts, vendor_formats)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:
@@ -195,6 +244,7 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = Fa
                                    if offered(kind) and any(folder.glob(pattern))]
     if lfts and offered("lfts"):
         score.lfts_ingested = len(truth.get("lft_captures", []))
+    score.vendor_kinds = truth.get("vendor_kinds", [])
     if before:
         ev = ranking.evidence
         for le in ev.links.values():

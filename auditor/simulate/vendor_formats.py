@@ -13,10 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 from auditor.models import (
     CableInfo,
     CounterTable,
+    Fabric,
+    FabricNode,
     Link,
     Node,
     NodeType,
@@ -34,6 +38,7 @@ __all__ = [
     "nvos_events_json",
     "topology_of_tree",
     "ufm_rest_events_json",
+    "write_scenario_formats",
 ]
 
 IBDIAG_VERSION = '"IBDIAGNET 2.10.0 (fabric-auditor simulation)"'
@@ -355,3 +360,145 @@ def ufm_rest_events_json(events: Sequence[PortEvent], *, first_id: int = 1) -> s
         })
     return json.dumps(out, indent=2) + "\n"
 
+
+
+# ---------------------------------------------------------------------------------------------
+# A generated scenario's fabric and switch-side flaps, as an NVIDIA site keeps them
+
+
+VENDOR_DIR = "vendor"
+
+
+def _port_guids_to_nodes(topo: Topology) -> dict[str, tuple[str, int]]:
+    """ibqueryerrors keys an HCA's block by its port GUID: the (node GUID, port) it stands for."""
+    return {p.port_guid: (p.guid, p.port) for p in topo.ports
+            if p.port_guid and p.port_guid != p.guid}
+
+
+def write_scenario_formats(out_dir: Path) -> dict[str, Any]:
+    """Write the scenario under `out_dir` again as an NVIDIA site's files, from the files the
+    scenario wrote (so the same evidence, skews and lost switch logs, reaches both):
+
+    * `vendor/ibdiagnet/ibdiagnet2-<snapshot>.db_csv`: one ibdiagnet run per counter snapshot,
+      the topology (NODES, PORTS, LINKS, PORT_HIERARCHY_INFO) with that snapshot's counters in
+      PM_INFO (every active port, zeros where ibqueryerrors printed none), run at the
+      snapshot's time;
+    * `vendor/nvos/<switch>.json`: each switch's NVOS event table (`nv show system events -o
+      json`) holding its syslog's port events, ports named as NVOS names them (`IB1/17` ->
+      `sw9p1`); a switch whose syslog was lost has no table either;
+    * `vendor/ufm/events.json`: UFM's REST events of the same link changes, one 329/328 per
+      link change (UFM reports a link once, with both ends), stamped as the first end logged.
+
+    Returns what truth.json records under `vendor_formats`: the files, relative to `out_dir`,
+    and the time each db_csv ran at."""
+    from auditor.parse.ibnetdiscover import parse_ibnetdiscover
+    from auditor.parse.ibqueryerrors import parse_ibqueryerrors_table
+    from auditor.parse.syslog import parse_syslog_lines
+    from auditor.portmap import PortMap, port_number
+
+    topo = _trained(parse_ibnetdiscover((out_dir / "topology" / "ibnetdiscover.txt").read_text()))
+    truth = json.loads((out_dir / "truth.json").read_text())
+    root = out_dir / VENDOR_DIR
+    for sub in ("ibdiagnet", "nvos", "ufm"):
+        folder = root / sub
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.iterdir():
+            stale.unlink()
+    owners = _port_guids_to_nodes(topo)
+    runs = []
+    for snap in truth["snapshots"]:
+        rel = Path(snap["file"])
+        table = parse_ibqueryerrors_table((out_dir / rel).read_text())
+        # ibdiagnet reads every port's PortCounters; ibqueryerrors prints only ports with
+        # errors: the others are zeros in the run (a port first seen with errors would
+        # otherwise have no reading to count from).
+        rows: list[tuple[str, int | None, str, int]] = [
+            (p.guid, p.port, "SymbolErrorCounter", 0) for p in topo.ports
+            if p.state == "Active"]
+        for guid, port, name, value in table.rows():
+            node, node_port = owners.get(guid, (guid, port))
+            rows.append((node, port if port is not None else node_port, name, value))
+        at = datetime.fromisoformat(snap["at"])
+        name = f"{VENDOR_DIR}/ibdiagnet/ibdiagnet2-{rel.stem.removeprefix('ibqueryerrors-')}" \
+            ".db_csv"
+        (out_dir / name).write_text(
+            db_csv(topo, counters=CounterTable.from_rows(rows), run_at=at), encoding="utf-8")
+        runs.append({"path": name, "at": snap["at"]})
+
+    log = (out_dir / "logs" / "switches.log").read_text()
+    parsed = parse_syslog_lines(enumerate(log.splitlines(), 1))
+    per_switch: dict[str, list[PortEvent]] = {}
+    for e in parsed.events:
+        number = port_number(e.port_name or "")
+        if e.device is None or number is None or e.state not in ("up", "down"):
+            continue
+        per_switch.setdefault(e.device, []).append(
+            PortEvent(at=e.at, state=e.state, device=e.device, port_name=nvos_port_name(number)))
+    tables = {}
+    for switch, events in sorted(per_switch.items()):
+        rel_name = f"{VENDOR_DIR}/nvos/{switch}.json"
+        (out_dir / rel_name).write_text(nvos_events_json(events), encoding="utf-8")
+        tables[switch] = rel_name
+
+    fabric = _fabric_of(topo)
+    fabric_map = PortMap(fabric)
+    peers = {}
+    for lk in topo.links:
+        peers[(lk.a_guid, lk.a_port)] = (lk.b_guid, lk.b_port)
+        peers[(lk.b_guid, lk.b_port)] = (lk.a_guid, lk.a_port)
+    names = {g: n.name for g, n in fabric.nodes.items()}
+    seen: dict[tuple[frozenset[tuple[str, int]], str], datetime] = {}
+    link_events = []
+    for e in sorted(parsed.events, key=lambda ev: ev.at):
+        r = fabric_map.resolve(e.device, e.port_name)
+        if r.guid is None or r.port is None or e.state not in ("up", "down"):
+            continue
+        far = peers.get((r.guid, r.port))
+        if far is None:
+            continue
+        key = (frozenset({(r.guid, r.port), far}), e.state)
+        last = seen.get(key)
+        seen[key] = e.at
+        if last is not None and abs((e.at - last).total_seconds()) <= _SAME_CHANGE_S:
+            continue  # the other end's line of the same change
+        link_events.append(PortEvent(
+            at=e.at, state=e.state, device=e.device, port_name=f"1/{r.port}/1", guid=r.guid,
+            port=r.port, peer_device=names.get(far[0]), peer_port_name=f"1/{far[1]}/1",
+            peer_guid=far[0], peer_port=far[1]))
+    ufm = f"{VENDOR_DIR}/ufm/events.json"
+    (out_dir / ufm).write_text(ufm_rest_events_json(link_events), encoding="utf-8")
+    return {"ibdiagnet": runs, "nvos_events": tables, "ufm_rest_events": ufm}
+
+
+def _trained(topo: Topology) -> Topology:
+    """ibnetdiscover gives a link's width and speed, not its ports' state; ibdiagnet's PORTS
+    table gives each port's: a cabled port is Active/LinkUp at its link's width and speed."""
+    from dataclasses import replace
+
+    ends: dict[tuple[str, int], Link] = {}
+    for lk in topo.links:
+        ends[(lk.a_guid, lk.a_port)] = ends[(lk.b_guid, lk.b_port)] = lk
+    ports = []
+    for p in topo.ports:
+        cable = ends.get((p.guid, p.port))
+        ports.append(p if cable is None else replace(
+            p, state="Active", phys_state="LinkUp", width=cable.width, speed=cable.speed))
+    return Topology(topo.nodes, ports, topo.links)
+
+
+# Both ends log one link change within a second or two (plus the switches' clock skew).
+_SAME_CHANGE_S = 90.0
+
+
+def _fabric_of(topo: Topology) -> Fabric:
+    """The fabric graph of a parsed topology, nodes named as the ingest names them."""
+    from auditor.parse.nodedesc import describe
+
+    fab = Fabric(seen_at=None)
+    for n in topo.nodes:
+        who = describe(n.description)
+        fab.nodes[n.guid] = FabricNode(n.guid, n.node_type, n.description, who.name, who.model,
+                                       who.device, n.lid)
+    fab.ports = {(p.guid, p.port): p for p in topo.ports}
+    fab.links = list(topo.links)
+    return fab

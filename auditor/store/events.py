@@ -45,6 +45,15 @@ class EventQueries(Connection):
                      port_name=[r[1] for r in rows], guid=[r[2] for r in rows],
                      port=[r[3] for r in rows])
 
+    def stored_events(self, origin: str, since: datetime, until: datetime
+                      ) -> set[tuple[datetime, str, str | None, str | None, str | None,
+                                     str | None]]:
+        """(time UTC naive, state, device, port name, code, message) of the events of
+        `origin` stored between `since` and `until`."""
+        return {(r[0], r[1], r[2], r[3], r[4], r[5]) for r in self.run(
+            "port_events_stored", origin=origin, since=utc_naive(since),
+            until=utc_naive(until))}
+
     def events(self, since: datetime, until: datetime) -> list[EventRow]:
         return cast("list[EventRow]", self.run_dicts("port_events_window", since=utc_naive(since),
                                                      until=utc_naive(until)))

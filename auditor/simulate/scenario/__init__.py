@@ -33,6 +33,9 @@ writes, in the formats the auditor's parsers read (provenance next to each write
     lfts/dump_lfts-<time>.txt            `dump_lfts.sh` of every switch's forwarding table: beside
                                          the topology snapshot, then whenever a minute's sweep
                                          finds the subnet manager changed them (`lfts` only)
+    vendor/...                           `vendor_formats` only: the fabric and switch-side
+                                         flaps as ibdiagnet2.db_csv runs, NVOS event tables
+                                         and UFM REST events (auditor.simulate.vendor_formats)
     truth.json                           `GroundTruth.to_json()`: everything that was injected
 
 The parts; each module imports only modules listed above it:

@@ -240,6 +240,16 @@ def write_scenario(out_dir: Path, sc: Scenario) -> GroundTruth:
     else:
         (out_dir / "replacements.csv").unlink(missing_ok=True)  # from an earlier campaign
     write("truth.json", json.dumps(data, indent=1) + "\n")
+    if sc.vendor_formats:
+        # Written from the files above (the same evidence, skews and lost logs), then listed.
+        from auditor.simulate.vendor_formats import write_scenario_formats
+
+        data["vendor_formats"] = write_scenario_formats(out_dir)
+        write("truth.json", json.dumps(data, indent=1) + "\n")
+    else:
+        import shutil
+
+        shutil.rmtree(out_dir / "vendor", ignore_errors=True)  # from an earlier run
     return truth
 
 

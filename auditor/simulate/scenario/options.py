@@ -87,6 +87,7 @@ class ScenarioOptions(TypedDict, total=False):
     cores: int
     pods: int
     job_sizes: tuple[tuple[int, int], ...] | None
+    vendor_formats: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,11 @@ class Scenario:
     pods: int = 1
     # Job sizes in hosts, drawn with the weights (None: 2..64 hosts, the two-tier benchmark's).
     job_sizes: tuple[tuple[int, int], ...] | None = None
+    # The same fabric and switch-side flaps also as an NVIDIA site keeps them (issue #24):
+    # ibdiagnet2.db_csv runs, NVOS event tables, UFM REST events under `vendor/`, listed in
+    # truth.json's `vendor_formats`. Written beside the Onyx/ibnetdiscover files, from them;
+    # False leaves every file as it was.
+    vendor_formats: bool = False
 
     def __post_init__(self) -> None:
         for name in ("spines", "leaves", "hosts_per_leaf", "hcas_per_host"):
@@ -332,4 +338,6 @@ class Scenario:
             del out["job_sizes"]
         else:
             out["job_sizes"] = [list(pair) for pair in self.job_sizes]
+        if not self.vendor_formats:
+            del out["vendor_formats"]  # off: truth.json stays what it was before the option
         return out
