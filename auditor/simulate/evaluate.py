@@ -294,8 +294,8 @@ def _score(folder: Path, truth: dict[str, Any], result: dict[str, Any]) -> Score
     ranks = {_link(s["ends"]): i for i, s in enumerate(links, 1)}
     score.harmless_ranks = [ranks.get(h) for h in harmless]
     score.bad_ranks = [ranks.get(b) for b in bad]
-    scores = {_link(s["ends"]): s["score"] for s in links}
-    score.bad_ties = [sum(1 for s in links if s["score"] == scores[b]) if b in scores else 0
+    scores = {_link(s["ends"]): s.get("score") for s in links}
+    score.bad_ties = [sum(1 for s in links if s.get("score") == scores[b]) if b in scores else 0
                       for b in bad]
     naive = naive_ranking(folder)[:k]
     # A naive entry is one switch port; it "finds" a bad cable when it names one of its ends.
