@@ -38,6 +38,10 @@ The same seed without the flag is the same scenario ranked through ibnetdiscover
     python benchmarks/bench_ranking.py [--seeds 1 2 3] [--quick]
                                        [--kind old|realistic|both|reboot] [--match-logs]
                                        [--harmless N] [--reboots N] [--vendor-formats]
+                                       [--lfts] [--adaptive-routing]
+
+`--adaptive-routing` ranks with `[fabric] adaptive_routing = true` (issue #23): the generator's
+harmless uplinks are ones adaptive routing absorbs.
 """
 
 from __future__ import annotations
@@ -50,11 +54,15 @@ from pathlib import Path
 from typing import Any
 
 from auditor.analyse.paths import Routes, end_ports
+from auditor.analyse.pipeline import RankSettings
+from auditor.config import RankingSettings
 from auditor.parse.dump_lfts import parse_dump_lfts
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
 from auditor.simulate.evaluate import Score, evaluate
 from auditor.simulate.scenario import REALISTIC, ScenarioOptions, generate
 
+# The ranking's settings for every run (None: the defaults; --adaptive-routing sets them).
+SETTINGS: RankSettings | None = None
 SIZES = [(4, 8, 8), (8, 16, 16), (16, 32, 16), (32, 64, 16), (64, 128, 16)]
 # 8 rails: leaves come in groups of 8, so 32, 64 and 128 hosts.
 REALISTIC_SIZES = [(8, 16, 16), (8, 32, 16), (16, 64, 16)]
@@ -96,7 +104,8 @@ def run_kind(kind: str, sizes: list[tuple[int, int, int]], seeds: list[int],
                 generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          **options)
                 score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs,
-                                        before=bool(harmless), vendor_formats=vendor)
+                                        before=bool(harmless), vendor_formats=vendor,
+                                        settings=SETTINGS)
                 took = time.perf_counter() - t
             rebooted = {r["name"] for r in truth["switch_reboots"]}
             one_switch = sorted(score.switch_suspects) == sorted(rebooted)
@@ -191,7 +200,8 @@ def run_reboots(setting: str, sizes: list[tuple[int, int, int]], seeds: list[int
                 t = time.perf_counter()
                 generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          **options)
-                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
+                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs,
+                                        settings=SETTINGS)
                 took = time.perf_counter() - t
             killed = [j["state"] for j in truth["host_failed_jobs"]]
             runs += 1
@@ -236,7 +246,8 @@ def run_spines64(sizes: list[tuple[int, int, int]], seeds: list[int], options: S
                 t = time.perf_counter()
                 generate(folder, seed=seed, spines=spines, leaves=leaves, hosts_per_leaf=hosts,
                          **options)
-                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs)
+                score, truth = evaluate(folder, Path(tmp) / "a.duckdb", match_logs,
+                                        settings=SETTINGS)
                 took = time.perf_counter() - t
                 killed = [j for j in truth["network_failed_jobs"]
                           if j["culprit_cause"] == "silent_stall"]
@@ -310,7 +321,12 @@ def main() -> None:
     ap.add_argument("--vendor-formats", action="store_true",
                     help="rank every scenario through its ibdiagnet2.db_csv runs and NVOS event "
                          "tables (issue #24), where the ingest offers those kinds")
+    ap.add_argument("--adaptive-routing", action="store_true",
+                    help="rank with [fabric] adaptive_routing = true (issue #23)")
     args = ap.parse_args()
+    if args.adaptive_routing:
+        global SETTINGS
+        SETTINGS = RankSettings(ranking=RankingSettings(adaptive_routing=True))
     extra: ScenarioOptions = {"lfts": True} if args.lfts else {}
     if args.vendor_formats:
         extra["vendor_formats"] = True

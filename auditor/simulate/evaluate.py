@@ -39,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from auditor.analyse.pipeline import rank_window
+from auditor.analyse.pipeline import RankSettings, rank_window
 from auditor.analyse.rank import as_json, rank
 from auditor.ingest.captures import KINDS as CAPTURE_KINDS
 from auditor.ingest.captures import ingest_files
@@ -233,12 +233,15 @@ def naive_ranking(folder: Path) -> list[LinkId]:
 
 
 def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = False,
-             lfts: bool = True, vendor_formats: bool = False) -> tuple[Score, dict[str, Any]]:
+             lfts: bool = True, vendor_formats: bool = False,
+             settings: RankSettings | None = None) -> tuple[Score, dict[str, Any]]:
+    """Load a scenario into `db` and score its ranking (`settings`: the site's, e.g. `[fabric]
+    adaptive_routing`; the defaults otherwise)."""
     truth = load_scenario(folder, db, match_logs, lfts, vendor_formats)
     since = utc_naive(parse_instant(truth["window_start"]))
     until = utc_naive(parse_instant(truth["window_end"]))
     with Store(db, read_only=True) as store:
-        ranking = rank_window(store, since, until)
+        ranking = rank_window(store, since, until, settings)
     score = _score(folder, truth, ranking.as_json())
     score.host_records_ingested = [kind for kind, pattern, _ in HOST_RECORDS
                                    if offered(kind) and any(folder.glob(pattern))]
