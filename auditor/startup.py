@@ -1,6 +1,6 @@
 """What keeps the command line quick to start (issue #13; out of cli.py for issue #22).
 
-`auditor --help` and `--version` import only typer and cli.py: every command imports what it
+`auditor --help` and `--version` import only typer and auditor/cli/: every command imports what it
 uses when it runs (tests/test_imports.py keeps it that way), and `cli.main` builds only the
 command a command line names (`named_command`). A command that ranks a window runs with the
 cyclic garbage collector off (`no_collector`)."""
