@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import paramiko
 
 from auditor.collect.bounded import BoundExceededError, CommandTimeoutError, Limits, read_channel
 from auditor.collect.hostcmd import classify_login
-from auditor.collect.onyx import Status, SwitchSsh
+from auditor.collect.onyx import Status, SwitchSsh, each_switch
 from auditor.errors import AuditorError, CollectError
 
 log = logging.getLogger(__name__)
@@ -158,17 +157,6 @@ def collect_nvos(sw: SwitchSsh) -> NvosCollection:
 def collect_nvos_switches(switches: Sequence[SwitchSsh], concurrency: int = 8
                           ) -> list[NvosCollection]:
     """Every switch's table, in parallel threads; results in input order."""
-    if concurrency < 1:
-        raise CollectError(f"concurrency must be at least 1, got {concurrency}")
-    if not switches:
-        return []
-
-    def one(sw: SwitchSsh) -> NvosCollection:
-        try:
-            return collect_nvos(sw)
-        except Exception as exc:  # noqa: BLE001 - a bug for one switch must not lose the rest
-            return NvosCollection(sw.name, "error", f"internal error: {type(exc).__name__}")
-
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(switches)),
-                            thread_name_prefix="nvos") as pool:
-        return list(pool.map(one, switches))
+    return each_switch(switches, collect_nvos,
+                       lambda sw, detail: NvosCollection(sw.name, "error", detail),
+                       concurrency, "nvos")

@@ -20,11 +20,11 @@ import math
 import re
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import paramiko
 from netmiko.channel import SSHChannel
@@ -49,6 +49,7 @@ from auditor.parse.onyx import (
 )
 
 log = logging.getLogger(__name__)
+_R = TypeVar("_R")  # what each_switch collects of a switch
 
 Status = Literal["ok", "timeout", "output_too_large", "auth_failed", "host_key_mismatch",
                  "parse_failed", "error"]
@@ -393,20 +394,30 @@ def collect_switch(sw: SwitchSsh) -> SwitchCollection:
     return result
 
 
-def collect_switches(switches: Sequence[SwitchSsh], concurrency: int = 8) -> list[SwitchCollection]:
-    """Collect from all switches in parallel threads; results in input order."""
+def each_switch(switches: Sequence[SwitchSsh], collect: Callable[[SwitchSsh], _R],
+                failed: Callable[[SwitchSsh, str], _R], concurrency: int, name: str
+                ) -> list[_R]:
+    """`collect` every switch in parallel threads, results in input order; a switch whose
+    collection raised gets `failed(switch, detail)` instead."""
     if concurrency < 1:
         raise CollectError(f"concurrency must be at least 1, got {concurrency}")
     if not switches:
         return []
 
-    def one(sw: SwitchSsh) -> SwitchCollection:
+    def one(sw: SwitchSsh) -> _R:
         try:
-            return collect_switch(sw)
+            return collect(sw)
         except Exception as exc:  # noqa: BLE001 - a bug for one switch must not lose the rest
-            return SwitchCollection(sw.name, "error", f"internal error: {type(exc).__name__}")
+            return failed(sw, f"internal error: {type(exc).__name__}")
 
     # Threads, not processes: the work is waiting on SSH, and netmiko's login alone idles ~2 s.
     with ThreadPoolExecutor(max_workers=min(concurrency, len(switches)),
-                            thread_name_prefix="onyx") as pool:
+                            thread_name_prefix=name) as pool:
         return list(pool.map(one, switches))
+
+
+def collect_switches(switches: Sequence[SwitchSsh], concurrency: int = 8) -> list[SwitchCollection]:
+    """Collect from all switches in parallel threads; results in input order."""
+    return each_switch(switches, collect_switch,
+                       lambda sw, detail: SwitchCollection(sw.name, "error", detail),
+                       concurrency, "onyx")

@@ -147,6 +147,18 @@ def offered(kind: str) -> str | None:
     return None
 
 
+def _ingest_as(store: Store, paths: list[Path], kind: str, where: str, at: datetime,
+               host: str | None = None) -> None:
+    """`paths` as `auditor ingest --kind <kind> [--host]` reads them, by the ingester `where`
+    (`offered`) names, at `at` (the capture's time, or the ingest's "now")."""
+    if where == "captures":
+        ingest_files(store, paths, kind=kind, at=at)
+    elif where == "jobs":
+        ingest_job_files(store, paths, kind, JobOptions(host=host), now=at)
+    else:
+        ingest_logs(store, paths, kind, LogOptions(host=host), now=at)
+
+
 def load_lfts(store: Store, folder: Path, truth: dict[str, Any]) -> int:
     """An `lfts` scenario's forwarding-table captures into the store, each as `auditor ingest
     --kind lfts --at <its capture time>` reads it, when the ingest offers the kind; how many."""
@@ -155,13 +167,7 @@ def load_lfts(store: Store, folder: Path, truth: dict[str, Any]) -> int:
     if not captures or where is None:
         return 0
     for cap in captures:
-        path, at = folder / cap["file"], parse_instant(cap["at"])
-        if where == "captures":
-            ingest_files(store, [path], kind="lfts", at=at)
-        elif where == "jobs":
-            ingest_job_files(store, [path], "lfts", JobOptions(), now=at)
-        else:
-            ingest_logs(store, [path], "lfts", LogOptions(), now=at)
+        _ingest_as(store, [folder / cap["file"]], "lfts", where, parse_instant(cap["at"]))
     return len(captures)
 
 
@@ -184,13 +190,8 @@ def load_vendor_formats(store: Store, folder: Path, truth: dict[str, Any]) -> li
             ingest_files(store, [folder / snap["file"]], at=parse_instant(snap["at"]))
     else:
         for run in files["ibdiagnet"]:
-            path, at = folder / run["path"], parse_instant(run["at"])
-            if where == "captures":
-                ingest_files(store, [path], kind="ibdiagnet", at=at)
-            elif where == "jobs":
-                ingest_job_files(store, [path], "ibdiagnet", JobOptions(), now=at)
-            else:
-                ingest_logs(store, [path], "ibdiagnet", LogOptions(), now=at)
+            _ingest_as(store, [folder / run["path"]], "ibdiagnet", where,
+                       parse_instant(run["at"]))
         used.append("ibdiagnet")
     if offered("nvos-events") == "logs":
         for switch, rel in sorted(files["nvos_events"].items()):
@@ -211,11 +212,7 @@ def load_host_records(store: Store, folder: Path, now: datetime) -> list[str]:
         if not paths or where is None:
             continue
         for group in ([p] for p in paths) if per_host else [paths]:
-            host = group[0].stem if per_host else None
-            if where == "jobs":
-                ingest_job_files(store, group, kind, JobOptions(host=host), now=now)
-            else:
-                ingest_logs(store, group, kind, LogOptions(host=host), now=now)
+            _ingest_as(store, group, kind, where, now, group[0].stem if per_host else None)
         done.append(kind)
     return done
 
