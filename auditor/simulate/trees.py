@@ -350,6 +350,34 @@ def _degrade_masks(degrade: Mapping[tuple[str, str], str] | None,
     return slow
 
 
+def _switch_block(tree: FatTree | FatTree3, name: str, guid: int, nports: int, lid: int,
+                  ports: Iterable[str]) -> list[str]:
+    """One switch of a net file: vendid/devid/switchguid apply to the next node only, so they
+    repeat per switch; a blank line ends the node."""
+    return [f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_SWITCH_DEVICE_ID:04x}",
+            f"switchguid=0x{guid:016x}",
+            f'Switch {nports} "{name}" # "{tree.switch_description(name)}" enhanced port 0 '
+            f"lid {lid}", *ports, ""]
+
+
+def _hca_blocks(tree: FatTree | FatTree3) -> list[str]:
+    """Every host's HCAs, one node per rail; "# lid N" on a CA port line is how ibsim takes a
+    CA port's LID."""
+    lines: list[str] = []
+    for host in range(1, tree.hosts + 1):
+        name = tree.host_name(host)
+        for rail in range(tree.rails):
+            leaf, port = tree.host_attachment(host, rail)
+            lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
+            lines.append(f"caguid=0x{tree.host_guid(host, rail):016x}")
+            lines.append(f'Hca 1 "{tree.hca_node(host, rail)}" # '
+                         f'"{tree.host_description(name, rail)}"')
+            lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid '
+                         f'{tree.host_lid(host, rail)}')
+            lines.append("")
+    return lines
+
+
 def _write_three_tier(tree: FatTree3, degrade: Mapping[tuple[str, str], str] | None) -> str:
     links = {(tree.leaf_name(leaf), tree.spine_name(tree.pod_spine(tree.leaf_pod(leaf), s)))
              for leaf in range(1, tree.leaves + 1) for s in range(1, tree.spines_per_pod + 1)}
@@ -370,12 +398,7 @@ def _write_three_tier(tree: FatTree3, degrade: Mapping[tuple[str, str], str] | N
     lines += [f"width={width}", f"speed={speed}", f"extspeed={ext}", ""]
 
     def switch(name: str, guid: int, nports: int, lid: int, ports: Iterable[str]) -> None:
-        lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_SWITCH_DEVICE_ID:04x}"])
-        lines.append(f"switchguid=0x{guid:016x}")
-        desc = tree.switch_description(name)
-        lines.append(f'Switch {nports} "{name}" # "{desc}" enhanced port 0 lid {lid}')
-        lines.extend(ports)
-        lines.append("")
+        lines.extend(_switch_block(tree, name, guid, nports, lid, ports))
 
     for c in range(1, tree.cores + 1):
         plane, name = tree.core_plane(c), tree.core_name(c)
@@ -412,17 +435,7 @@ def _write_three_tier(tree: FatTree3, degrade: Mapping[tuple[str, str], str] | N
                          f'{suffix(name, spine)}')
         switch(name, tree.leaf_guid(leaf), tree.leaf_ports, tree.leaf_lid(leaf), ports)
 
-    for host in range(1, tree.hosts + 1):
-        name = tree.host_name(host)
-        for rail in range(tree.rails):
-            leaf, port = tree.host_attachment(host, rail)
-            lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
-            lines.append(f"caguid=0x{tree.host_guid(host, rail):016x}")
-            lines.append(f'Hca 1 "{tree.hca_node(host, rail)}" # '
-                         f'"{tree.host_description(name, rail)}"')
-            lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid '
-                         f'{tree.host_lid(host, rail)}')
-            lines.append("")
+    lines += _hca_blocks(tree)
     return "\n".join(lines)
 
 
@@ -458,13 +471,7 @@ def write_net_file(tree: FatTree | FatTree3,
     lines += [f"width={width}", f"speed={speed}", f"extspeed={ext}", ""]
 
     def switch(name: str, guid: int, nports: int, lid: int, ports: Iterable[str]) -> None:
-        # vendid/devid/switchguid apply to the next node only, so they repeat per switch
-        lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_SWITCH_DEVICE_ID:04x}"])
-        lines.append(f"switchguid=0x{guid:016x}")
-        desc = tree.switch_description(name)
-        lines.append(f'Switch {nports} "{name}" # "{desc}" enhanced port 0 lid {lid}')
-        lines.extend(ports)
-        lines.append("")  # a blank line ends the node
+        lines.extend(_switch_block(tree, name, guid, nports, lid, ports))
 
     for s in range(1, tree.spines + 1):
         ports = [
@@ -487,18 +494,7 @@ def write_net_file(tree: FatTree | FatTree3,
         name = tree.leaf_name(leaf)
         switch(name, tree.leaf_guid(leaf), tree.leaf_ports, tree.leaf_lid(leaf), ports)
 
-    for host in range(1, tree.hosts + 1):
-        name = tree.host_name(host)
-        for rail in range(tree.rails):
-            leaf, port = tree.host_attachment(host, rail)
-            lines.extend([f"vendid=0x{_VENDOR_ID:04x}", f"devid=0x{_HCA_DEVICE_ID:04x}"])
-            lines.append(f"caguid=0x{tree.host_guid(host, rail):016x}")
-            lines.append(f'Hca 1 "{tree.hca_node(host, rail)}" # '
-                         f'"{tree.host_description(name, rail)}"')
-            # "# lid N" on a CA port line is how ibsim takes a CA port's LID
-            lines.append(f'[1] "{tree.leaf_name(leaf)}"[{port}] # lid '
-                         f'{tree.host_lid(host, rail)}')
-            lines.append("")
+    lines += _hca_blocks(tree)
     return "\n".join(lines)
 
 
