@@ -21,6 +21,7 @@ from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
 from auditor.ingest.logs import ingest_logs
+from auditor.models import NodeType
 from auditor.nccl import ib_hca_selects
 from auditor.parse.joblog import parse_joblog
 from auditor.simulate.evaluate import evaluate, load_scenario
@@ -228,12 +229,14 @@ def test_a_harmless_link_goes_below_a_link_that_killed(
         harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
     truth, ev, _ = harmless
     after = as_json(ev, rank(ev))["suspects"]
-    saved = {k: le.healthy for k, le in ev.links.items()}
+    # before: without the evidence of jobs, neither those that crossed a flap and lived nor the
+    # host's having run none through it
+    saved = {k: (le.healthy, le.idle_flaps) for k, le in ev.links.items()}
     for le in ev.links.values():
-        le.healthy = []
+        le.healthy, le.idle_flaps = [], []
     before = as_json(ev, rank(ev))["suspects"]
-    for k, found in saved.items():
-        ev.links[k].healthy = found
+    for k, (found, idle) in saved.items():
+        ev.links[k].healthy, ev.links[k].idle_flaps = found, idle
     crossed = {_key(h["ends"]): {j for c in h["crossed_by"] for j in c}
                for h in truth["harmless_links"]}
     rank_before = {_key(s["ends"]): s["rank"] for s in before}
@@ -269,3 +272,46 @@ def test_the_benchmark_scores_harmless_links_before_and_after(
                     if any(set(b.split(" <-> ")) == set(n.split(" <-> ")) for n in names)]
                    ) == len(in_top)
     assert sum(r or 99 for r in score.harmless_ranks) > sum(r or 99 for r in before.harmless_ranks)
+
+
+def test_a_host_cables_long_flaps_while_its_host_ran_no_job_weigh_as_flaps_only(
+        harmless: tuple[dict[str, Any], Evidence, Path]) -> None:
+    """Seed 18: the harmless cable of node-019 goes down for minutes twice while sacct shows no
+    job on node-019 (issue #23). Such flaps count as flaps, not long flaps, and add no
+    downtime: a link that killed a job ranks above them."""
+    truth, ev, folder = harmless
+    since = utc_naive(parse_instant(truth["window_start"]))
+    until = utc_naive(parse_instant(truth["window_end"]))
+    idle = {k: le for k, le in ev.links.items() if le.idle_flaps}
+    assert idle
+    with Store(folder / "a.duckdb", read_only=True) as store:
+        for le in idle.values():
+            (host,) = {ev.fabric.nodes[g].name for g, _ in le.link
+                       if ev.fabric.nodes[g].node_type == NodeType.HCA}
+            for f in le.idle_flaps:
+                assert f in le.flaps and f.down_at is not None and f.up_at is not None
+                assert (f.duration_s or 0) > 34  # longer than any default NCCL waits
+                running = store.jobs_during(since, until, [(f.down_at, f.up_at)])
+                assert not [j for j in running if host in j["hosts"]]
+    cable = next(h for h in truth["harmless_links"] if h["link"].startswith("node-019/"))
+    assert [len(c) for c in cable["crossed_by"]][:2] == [0, 0]
+    suspects = {_key(s["ends"]): s for s in as_json(ev, rank(ev))["suspects"]}
+    mine = suspects[_key(cable["ends"])]
+    assert any(line.startswith("2 of its long flap(s) came while its host ran no job")
+               for line in mine["evidence"])
+    killers = [s for s in suspects.values() if s["jobs_failed"]
+               and s["component"] not in ("switch", "host")]
+    assert killers and all(k["rank"] < mine["rank"] for k in killers)
+    # Without the job that crossed its third flap and lived (which takes its flaps down to
+    # what absorbed ones weigh), the idle flaps still weigh less than long ones.
+    le = next(le for k, le in idle.items() if _key(mine["ends"]) == frozenset(
+        (ev.fabric.nodes[g].name, p) for g, p in k))
+    kept = le.healthy, le.idle_flaps
+    try:
+        le.healthy = []
+        with_idle = {_key(s["ends"]): s for s in as_json(ev, rank(ev))["suspects"]}
+        le.idle_flaps = []
+        without = {_key(s["ends"]): s for s in as_json(ev, rank(ev))["suspects"]}
+    finally:
+        le.healthy, le.idle_flaps = kept
+    assert with_idle[_key(cable["ends"])]["score"] < without[_key(cable["ends"])]["score"]

@@ -376,7 +376,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     pending_reported = store.in_background(lambda s: s.port_bers(since, until))
     # The host names jobs were given (read after the BER's counters, which are needed first):
     # only the jobs on the hosts next to a flap are asked for below.
-    pending_names = store.in_background(lambda s: s.job_host_names())
+    pending_names = store.in_background(lambda s: (s.job_host_names(), s.jobs_extent()))
     # Of the snapshot before, only the links that ran otherwise count (a second whole fabric
     # cost 0.15 s, its links alone 30-40 ms).
     previous = store.fabric_links_changed(times[0], times[1]) if len(times) > 1 else None
@@ -476,8 +476,20 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     # nothing).
     def running(spans: list[tuple[datetime, datetime]], wanted: set[str]
                 ) -> list[JobDuringRow]:
-        near = [x for x in pending_names.result() if resolver.host(x) in wanted]
+        near = [x for x in pending_names.result()[0] if resolver.host(x) in wanted]
         return store.jobs_during(since, until, spans, near)
+
+    known: set[str] = set()
+
+    def scheduled(host: str, lo: datetime, hi: datetime) -> bool:
+        """Whether the job records cover `host` over [lo, hi]: the scheduler ran jobs on it
+        and its records begin before `lo` and reach past `hi`."""
+        names, (first, last) = pending_names.result()
+        if first is None or last is None or not first <= lo or not last >= hi:
+            return False
+        if not known:
+            known.update(h for x in names if (h := resolver.host(x)) is not None)
+        return host in known
 
     _failovers(links, errors, matched, since, until, resolver, hcas, g)
     # Optics trends need weeks of readings, whatever the window asked about (issue #14); the
@@ -487,18 +499,21 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     def crosses(job_hosts: Sequence[str], device: str | None, link: LinkKey, at: datetime
                 ) -> str | None:
         """Whether a job's traffic on a rail crossed `link` at `at` by the tables: its NCCL
-        ring's routes ("ring"), only other pairs' ("pairs"), none ("no"); None: cannot say."""
+        ring's routes ("ring"), only other pairs' ("pairs"), none ("no"); None: cannot say.
+        The tables' own out ports even with adaptive routing on: a job AR could have sent
+        over the link and that lived says nothing the `adaptive_routing` rule does not (AR
+        absorbs any flap of a port with alternatives); one whose own routes crossed it does."""
         guids = [list(hcas.rail([h], {device}) if device else hcas.of.get(h, []))
                  for h in job_hosts]
-        found = fp.routed([x for g in guids for x in g], at, at)
+        found = fp.routed([x for g in guids for x in g], at, at, exact=True)
         if found is None or link not in found:
             return None if found is None else "no"
-        ring = fp.ring_routed(guids, at)
+        ring = fp.ring_routed(guids, at, exact=True)
         return "pairs" if ring is None or link not in ring else "ring"
 
     lived_through(links, running, resolver, fabric, g, logs, matched,
                   {j: v.errors for j, v in views.items()}, cfg, in_use, settings,
-                  crosses if book else None)
+                  crosses if book else None, scheduled)
     if cfg.adaptive_routing:
         newest = book.capture_at(until) if book else None
         routes = book.routes(newest) if book and newest is not None else None

@@ -86,6 +86,9 @@ class LinkEvidence:
     # [fabric] adaptive_routing (issue #23): the other equal-cost up ports AR can send this
     # link's flows out of when it goes down (0: a host cable, a sole path, or AR off)
     ar_alternatives: int = 0
+    # long flaps of a host cable while its host ran no job, by scheduler records that cover
+    # them (issue #23): their length harmed nothing
+    idle_flaps: list[Flap] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -107,6 +107,12 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
     downtime = sum(durations) + sum((ev.until - f.down_at).total_seconds()
                                     for f in still_down if f.down_at)
     long_flaps = sum(1 for d in durations if d >= NCCL_DEATH_S) + len(still_down)
+    # A host cable's long flaps while its host ran no job harmed nothing by their length: they
+    # weigh as flaps, neither as long flaps nor in the downtime term (issue #23).
+    idle = {id(f) for f in le.idle_flaps}
+    idle_s = sum(f.duration_s or 0.0 for f in real if id(f) in idle)
+    long_at_risk = long_flaps - sum(1 for f in real if id(f) in idle
+                                    and (f.duration_s or 0.0) >= NCCL_DEATH_S)
     scored: dict[str, float] = {}  # the points of each rule (RULES), for `rules`
     before = points
     if len(real) == 1 and not long_flaps and not le.jobs:
@@ -115,8 +121,8 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
         points += give(scored, "reseat", w["reseat"])
     elif real:
         points += give(scored, "flaps", w["flaps"] * len(real) + w.param("flaps", "downtime")
-                       * math.log2(1 + downtime / NCCL_DEATH_S))
-        points += give(scored, "long_flap", w["long_flap"] * long_flaps)
+                       * math.log2(1 + (downtime - idle_s) / NCCL_DEATH_S))
+        points += give(scored, "long_flap", w["long_flap"] * long_at_risk)
     cut, healthy_said = (_healthy_cut(le, ev.until, points - before) if le.healthy
                          else (0.0, ""))
     # the rules that gave the flaps their points give back what crossing jobs took
@@ -136,6 +142,9 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
             f"{len(real)} flap(s), {long_flaps} longer than {NCCL_DEATH_S:.1f} s, "
             f"{downtime:.0f} s down in all (first {_fmt(real[0].down_at)}, "
             f"seen by {', '.join(sources)})")
+    if idle:
+        evidence.append(f"{len(idle)} of its long flap(s) came while its host ran no job (the "
+                        "scheduler's records): their length harmed nothing, weighed as flaps only")
     if still_down:
         evidence.append(f"still down since {_fmt(still_down[0].down_at)}")
     if counted:
@@ -337,11 +346,14 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
     deadly = DEADLY_PRIOR * likelihood / (DEADLY_PRIOR * likelihood + 1 - DEADLY_PRIOR)
     keep = deadly / DEADLY_PRIOR
     real = [f for f in le.flaps if f.counted_from is None]
+    idle = {id(f) for f in le.idle_flaps}  # weighed as flaps only (_link_suspect)
     full = kept = 0.0
     down = 0.0
     for f in real:
         lasted = f.duration_s if f.duration_s is not None else (
             (until - f.down_at).total_seconds() if f.down_at else 0.0)
+        if id(f) in idle:
+            lasted = 0.0
         weight = 1 + (2 if f.up_at is None or lasted >= NCCL_DEATH_S else 0)
         full += weight
         kept += keep * weight + (1 - keep) * ABSORBED_FLAP

@@ -59,7 +59,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "every flap counts; downtime kills jobs, not flap counts, so it adds a logarithm",
          (("downtime", 0.5, "points per doubling of the downtime over 8.6 s: "
                             "0.5 x log2(1 + downtime / 8.6 s)"),)),
-    Rule("long_flap", "flaps longer than NCCL's death time, or still down", 2.0, "long flap",
+    Rule("long_flap", "flaps longer than NCCL's death time, or still down (not those of a host's "
+         "cable while the scheduler's records show no job on the host: their length harmed "
+         "nothing, and they add no downtime either)", 2.0, "long flap",
          _NCCL_8_6),
     Rule("adaptive_routing", "flaps of an up link that adaptive routing routes around (the "
          "switch has other equal-cost up ports), when no job died of it and no NCCL error "

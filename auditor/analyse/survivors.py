@@ -388,7 +388,8 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
                   logs: Sequence[JobLogRow], matched: Mapping[int, str],
                   errors: Mapping[str, Sequence[JobErrorRow]], cfg: RankingSettings,
                   in_use: Sequence[str], settings: Sequence[tuple[int, int | None]],
-                  crosses: Crosses | None = None) -> None:
+                  crosses: Crosses | None = None,
+                  scheduled: Callable[[str, datetime, datetime], bool] | None = None) -> None:
     """The jobs that ran through the window's flaps and lived, from one read (issue #22: one
     mechanism): on each link, `survived` (the jobs on an HCA's host that ran through a flap of
     its cable longer than any NCCL since 2.14 waits and did not die of it: the flap did not
@@ -397,7 +398,10 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
     crossing is: they take points off its flaps). `jobs_during(spans, hosts)`: the jobs
     running during one of the spans on a host named by a name that resolves to one of the
     fabric hosts `hosts`, with all their hosts (more may come back). `in_use` and `settings`:
-    the NCCL versions and the (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs."""
+    the NCCL versions and the (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs.
+    `scheduled(host, lo, hi)`: whether the scheduler's records cover the host over that span;
+    a long flap of a host's cable that such records show no job running through goes to the
+    link's `idle_flaps` (its length harmed no job)."""
     long_flaps, survivor_hosts = _survivor_plan(links, fabric)
     plan = _healthy_plan({k: le.flaps for k, le in links.items() if le.flaps}, resolver.host,
                          fabric, g, logs, matched, errors, cfg, in_use, settings)
@@ -407,7 +411,7 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
         return
     jobs = jobs_during(spans, wanted)
     if long_flaps and survivor_hosts:
-        _mark_survivors(links, jobs_by_host(jobs, resolver, long_flaps), fabric)
+        _mark_survivors(links, jobs_by_host(jobs, resolver, long_flaps), fabric, scheduled)
     if plan is not None:
         # ran through a flap whole and COMPLETED, or failed of something else long after it:
         # judged per flap below
@@ -450,12 +454,20 @@ def _survivor_plan(links: dict[LinkKey, LinkEvidence], fabric: Fabric
 
 
 def _mark_survivors(links: dict[LinkKey, LinkEvidence],
-                    by_host: dict[str, list[JobDuringRow]], fabric: Fabric) -> None:
+                    by_host: dict[str, list[JobDuringRow]], fabric: Fabric,
+                    scheduled: Callable[[str, datetime, datetime], bool] | None) -> None:
     for le in links.values():
         hosts = _hca_hosts(le, fabric)
         for f in le.flaps:
             if not hosts or f.down_at is None or f.up_at is None or not _long(f):
                 continue
+            down, up = f.down_at, f.up_at
+            # No job on the host at any moment of the flap, by records that cover it: a
+            # cable's downtime costs a job only when one runs on its host (issue #23).
+            if scheduled is not None and all(scheduled(h, down, up) for h in hosts) and not any(
+                    job["start_at"] <= up and (job["end_at"] is None or job["end_at"] >= down)
+                    for h in hosts for job in by_host.get(h, [])):
+                le.idle_flaps.append(f)
             for h in hosts:
                 for job in by_host.get(h, []):
                     # Still running 10 minutes after the link came back: it lived through it.

@@ -248,7 +248,8 @@ def evaluate(folder: Path, db: Path, match_logs: bool = False, before: bool = Fa
     if before:
         ev = ranking.evidence
         for le in ev.links.values():
-            le.healthy = []  # what the ranking did before #15 with the same evidence
+            # what the ranking did before #15 with the same evidence (no job evidence on flaps)
+            le.healthy, le.idle_flaps = [], []
         # The ablation re-ranks the same evidence without it: the benchmark's own experiment.
         score.before = _score(folder, truth, as_json(ev, rank(ev)))
     return score, truth

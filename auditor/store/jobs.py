@@ -90,6 +90,11 @@ class JobQueries(Connection):
             span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
             state=state, hosts=names)))
 
+    def jobs_extent(self) -> tuple[datetime | None, datetime | None]:
+        """The first start and the last start or end of any job record (None, None: none)."""
+        rows = self.run("jobs_extent")
+        return (rows[0][0], rows[0][1]) if rows else (None, None)
+
     def job_host_names(self) -> list[str]:
         """Every host name a job was given (as sacct gave it), once each, sorted."""
         return [r[0] for r in self.run("job_host_names")]
