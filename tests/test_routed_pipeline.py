@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from auditor.analyse.pipeline import RankSettings, rank_window, route_book
-from auditor.config import RankingSettings
+from auditor.analyse.pipeline import rank_window, route_book
 from auditor.simulate.evaluate import load_scenario
 from auditor.simulate.scenario import generate
 from auditor.store import Store, utc_naive
@@ -80,39 +79,6 @@ def test_crossing_jobs_clear_harmless_uplinks_from_the_routes(
     for link in set(uplinks) - crossed:
         assert "forwarding tables" not in found[True].get(link, "")
 
-
-
-def test_with_adaptive_routing_only_jobs_whose_own_routes_crossed_count_as_survivors(
-        tmp_path: Path) -> None:
-    """AR may put any flow leaving a leaf on any of its uplinks (truth's `ar_crossed_by`), and
-    it absorbs a flap of any of them: a job that only AR could have sent over the link says
-    nothing the adaptive_routing rule does not. The survivors are the jobs whose own routes
-    in the tables crossed it (truth's `crossed_by`), as without AR."""
-    # seed 10: both harmless uplinks have crossers of their own and jobs only AR could move
-    generate(tmp_path / "s", seed=10, **OPTIONS, lfts=True)
-    truth = load_scenario(tmp_path / "s", tmp_path / "a.duckdb")
-    with_db = tmp_path / "a.duckdb"
-    since, until = _window(truth)
-    spread = {frozenset((e["name"], e["port"]) for e in h["ends"]):
-              ({j for c in h["crossed_by"] for j in c}, {j for c in h["ar_crossed_by"] for j in c})
-              for h in truth["harmless_links"] if h["kind"] == "switch"}
-    assert any(ar - own for own, ar in spread.values()), "a job only AR could have crossed"
-    settings = RankSettings(ranking=RankingSettings(adaptive_routing=True))
-    with Store(with_db, read_only=True) as store:
-        ev = rank_window(store, since, until, settings).evidence
-    sure = 0
-    for link, le in ev.links.items():
-        key = frozenset((ev.fabric.nodes[g].name, p) for g, p in link)
-        if key not in spread:
-            continue
-        own, ar = spread[key]
-        # sure crossings (weight 1) only from the job's own ring routes; a job whose other
-        # pairs' routes cross it counts its routing share at most
-        ring = {h.job_id for h in le.healthy if "its NCCL ring's routes cross it" in h.how}
-        assert ring <= own, (key, ring, own, ar)
-        assert all(h.weight < 1.0 for h in le.healthy if h.job_id not in own)
-        sure += len(ring)
-    assert sure
 
 
 def test_a_reroute_names_the_subnet_manager_among_the_flaps_sources(

@@ -390,15 +390,13 @@ class Footprints:
         return [((g, p), self.hcas.device_of.get(guid)) for guid in dict.fromkeys(guids)
                 for lk in self.cables.of(guid) for g, p in lk if g == guid and p is not None]
 
-    def ring_routed(self, hosts: list[list[str]], at: datetime, *, exact: bool = False
-                    ) -> set[LinkKey] | None:
+    def ring_routed(self, hosts: list[list[str]], at: datetime) -> set[LinkKey] | None:
         """The links the routes in effect at `at` send a job's NCCL ring over, both ways:
         `hosts` holds each host's HCAs in the job's order. NCCL numbers the nodes by their
         first rank (src/init.cc:1096-1109 at NVIDIA/nccl v2.28.7-1) and every ring goes from
         node n to node n + 1 and round (src/graph/connect.cc:94-112); launchers give ranks node
         by node in the allocation's order, so the ring runs over the job's hosts as listed.
-        Each consecutive pair on each rail (HCAs of one device); None: the tables cannot say.
-        `exact`: the tables' own out ports even with adaptive routing on (RouteBook.crossed)."""
+        Each consecutive pair on each rail (HCAs of one device); None: the tables cannot say."""
         if not self.book:
             return None
         assert self.book is not None  # noqa: S101 - for mypy: bool() above
@@ -412,21 +410,19 @@ class Footprints:
             for rail in by_rail(pair):
                 if len(rail) < 2:
                     continue
-                found = self.book.crossed(capture, rail, exact=exact)
+                found = self.book.crossed(capture, rail)
                 if found is None:
                     return None
                 out |= found
         return out
 
-    def routed(self, guids: list[str], lo: datetime, hi: datetime, *, exact: bool = False
-               ) -> set[LinkKey] | None:
+    def routed(self, guids: list[str], lo: datetime, hi: datetime) -> set[LinkKey] | None:
         """The links the forwarding tables in effect during [lo, hi] route traffic between
-        the HCAs `guids` over, rail by rail, both ways (`exact`: as in `ring_routed`); None
-        without tables that can say."""
+        the HCAs `guids` over, rail by rail, both ways; None without tables that can say."""
         if not self.book:
             return None
         assert self.book is not None  # noqa: S101 - for mypy: bool() above
-        return self.book.crossed_during(lo, hi, by_rail(self.hca_ports(guids)), exact=exact)
+        return self.book.crossed_during(lo, hi, by_rail(self.hca_ports(guids)))
 
 
 def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkEvidence],

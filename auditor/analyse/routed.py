@@ -61,8 +61,7 @@ class RouteBook:
         self.shared: tuple[datetime, Fabric] | None = None
         self._routes: dict[datetime, Routes | None] = {}
         self._keys: dict[datetime, list[LinkKey]] = {}
-        self._crossed: dict[tuple[datetime, tuple[PortRef, ...], bool],
-                            frozenset[LinkKey] | None] = {}
+        self._crossed: dict[tuple[datetime, tuple[PortRef, ...]], frozenset[LinkKey] | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self.captures)
@@ -90,21 +89,17 @@ class RouteBook:
                 link_of([(lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)]) for lk in routes.links]
         return keys
 
-    def crossed(self, capture: datetime, ports: Sequence[PortRef], *, exact: bool = False
-                ) -> frozenset[LinkKey] | None:
+    def crossed(self, capture: datetime, ports: Sequence[PortRef]) -> frozenset[LinkKey] | None:
         """The cables traffic between every ordered pair of `ports` (one rail's HCA ports)
-        crosses under the capture's tables (with adaptive routing on, widened to every port AR
-        may take, unless `exact`: the tables' own out ports); None when the tables cannot say
-        (no such capture, a port they do not know, or a walk that did not reach its end): ask
-        the graph then."""
-        adaptive = self.adaptive and not exact
-        key = (capture, tuple(sorted(set(ports))), adaptive)
+        crosses under the capture's tables; None when the tables cannot say (no such capture,
+        a port they do not know, or a walk that did not reach its end): ask the graph then."""
+        key = (capture, tuple(sorted(set(ports))))
         if key in self._crossed:
             return self._crossed[key]
         routes = self.routes(capture)
         found: frozenset[LinkKey] | None = None
         if routes is not None and len(key[1]) >= 1:
-            got = routes.crossed(key[1], adaptive=adaptive)
+            got = routes.crossed(key[1], adaptive=self.adaptive)
             if not got.unknown and not got.failed:
                 keys = self._link_keys(capture, routes)
                 found = frozenset(keys[int(k)] for k in got.link_ids)
@@ -113,8 +108,8 @@ class RouteBook:
         self._crossed[key] = found
         return found
 
-    def crossed_during(self, lo: datetime, hi: datetime, rails: Iterable[Sequence[PortRef]],
-                       *, exact: bool = False) -> set[LinkKey] | None:
+    def crossed_during(self, lo: datetime, hi: datetime, rails: Iterable[Sequence[PortRef]]
+                       ) -> set[LinkKey] | None:
         """The union over the rails and the captures in effect during [lo, hi] of `crossed`;
         None when no capture was in effect or any of them cannot say."""
         captures = self.captures_during(lo, hi)
@@ -125,7 +120,7 @@ class RouteBook:
             if len(rail) < 2:
                 continue
             for capture in captures:
-                found = self.crossed(capture, rail, exact=exact)
+                found = self.crossed(capture, rail)
                 if found is None:
                     return None
                 out |= found
