@@ -214,3 +214,37 @@ def test_the_ring_is_the_jobs_hosts_in_order_and_round(fabric: Fabric, routes: R
     # two hosts: the one pair
     assert fp.ring_routed([[ports[0][0]], [ports[1][0]]], T0) == _both_ways(
         routes, ports[0], ports[1])
+
+
+def test_with_adaptive_routing_an_absorbable_uplink_flap_is_the_last_killer_candidate(
+        fabric: Fabric, routes: Routes) -> None:
+    """A job's fault window holds a leaf uplink's long flap and, ten minutes later, its host
+    cable's: earliest first, the uplink took the job. With adaptive routing on, the uplink's
+    flap is one AR carries the traffic around (3 other up ports), so the cable comes first;
+    the uplink stays a candidate when it is the only one."""
+    from auditor.analyse.blame import killers
+    from auditor.config import RankingSettings
+    from auditor.nccl import DeathTime
+
+    g = graph.build_graph(fabric)
+    a = _port(routes, 0)
+    cable = _key(routes, routes.peer[a][1])
+    leaf = routes.peer[a][0][0]
+    uplink = next(_key(routes, routes.peer[(leaf, p)][1]) for p in routes.cabled[leaf]
+                  if routes.peer[(leaf, p)][0][0] in routes.tables)
+    first = Flap(list(uplink), T0, T0 + timedelta(minutes=5))
+    later = Flap(list(cable), T0 + timedelta(minutes=10), T0 + timedelta(minutes=11))
+    death = DeathTime(8.6, 8.6, "test")
+    fault = (T0, T0 + timedelta(minutes=10, seconds=9))
+    start = T0 - timedelta(hours=1)
+    cfg = RankingSettings()
+    both = [(uplink, first), (cable, later)]
+    assert [k[1] for k in killers(both, set(), fault, death, start, cfg)] == [uplink, cable]
+
+    def absorbed(link: LinkKey) -> bool:
+        return ar_alternatives(link, g, None) > 0
+
+    assert [k[1] for k in killers(both, set(), fault, death, start, cfg, absorbed)] == [
+        cable, uplink]
+    assert [k[1] for k in killers(both[:1], set(), fault, death, start, cfg, absorbed)] == [
+        uplink]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -45,7 +46,7 @@ from auditor.analyse.evidence import (
 )
 from auditor.analyse.flaps import Flap
 from auditor.analyse.paths import PortRef
-from auditor.analyse.routed import RouteBook, by_rail
+from auditor.analyse.routed import RouteBook, ar_alternatives, by_rail
 from auditor.config import RankingSettings
 from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
@@ -195,11 +196,15 @@ def blame_host(fj: FailedJob, suspects: list[tuple[datetime, LinkKey, Flap]],
 
 def killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
              fault: tuple[datetime, datetime], death: DeathTime, start: datetime,
-             cfg: RankingSettings) -> list[tuple[datetime, LinkKey, Flap]]:
+             cfg: RankingSettings, absorbed: Callable[[LinkKey], bool] | None = None
+             ) -> list[tuple[datetime, LinkKey, Flap]]:
     """The flaps that can have killed a job, earliest first (the first one started the storm):
     on its footprint, long enough for its NCCL to give up, beginning (for the job) inside the
     fault window. A link-down only a counter saw qualifies when the job's errors name that
-    HCA's host and the counter stepped across the fault window."""
+    HCA's host and the counter stepped across the fault window. `absorbed` (`[fabric]
+    adaptive_routing`): the up links whose flaps adaptive routing carries the traffic around;
+    they come after every other candidate (issue #23: a harmless uplink's flap ten minutes
+    before a switch reboot took the job the reboot killed)."""
     lo, hi = fault
     skew = cfg.after
     out: list[tuple[datetime, LinkKey, Flap]] = []
@@ -220,7 +225,7 @@ def killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
             continue  # shorter than this job's NCCL waits: absorbed, however close
         out.append((began, link, f))
     # Ties (several flaps already down when the job started) go to the same link every run.
-    out.sort(key=lambda s: (s[0], s[1]))
+    out.sort(key=lambda s: (absorbed is not None and absorbed(s[1]), s[0], s[1]))
     return out
 
 
@@ -434,6 +439,14 @@ def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkE
     explains."""
     flaps_by_link, cables, hcas, resolver = fp.flaps_by_link, fp.cables, fp.hcas, fp.resolver
     failed_net = failed_host = unexplained = 0
+    absorbed: Callable[[LinkKey], bool] | None = None
+    if cfg.adaptive_routing:
+        ar: dict[LinkKey, bool] = {}
+
+        def absorbed(link: LinkKey) -> bool:
+            if link not in ar:
+                ar[link] = ar_alternatives(link, fp.g, None) > 0
+            return ar[link]
     for fj in dead:
         job, start, net, death = fj.job, fj.start, fj.net, fj.death
         fault_lo, fault_hi, record, job_hosts = fj.fault_lo, fj.fault_hi, fj.record, fj.hosts
@@ -452,7 +465,7 @@ def blame_jobs(dead: list[FailedJob], fp: Footprints, links: dict[LinkKey, LinkE
                                        + [x for h in unnamed for x in hcas.of.get(h, [])])
                        for lk in cables.of(guid)}
         suspects = killers([(lk, f) for lk in footprint for f in flaps_by_link.get(lk, [])],
-                            named_links, (fault_lo, fault_hi), death, start, cfg)
+                            named_links, (fault_lo, fault_hi), death, start, cfg, absorbed)
         by_host = blame_host(fj, suspects, event_of, host_events_of)
         if by_host is not None:
             # Killed by its host, not by the network (issue #20): the host suspect takes it,
