@@ -75,11 +75,13 @@ def _nccl_log(host: str, peer: str, devices: list[str] | None, ib_hca: str | Non
     return "\n".join(out) + "\n"
 
 
-def _build(tmp: Path, killer: bool, domain: str = ""
+def _build(tmp: Path, killer: bool, domain: str = "", flap_s: int = FLAP_S,
+           inside: tuple[tuple[str, timedelta], ...] = ()
            ) -> tuple[Path, tuple[tuple[str, int], ...], dict[str, str]]:
-    """Two rails, four hosts; host X's mlx5_1 cable goes down at T for FLAP_S. Jobs on X and Y
-    (and, with `killer`, a job that died of that flap), sacct naming each host with `domain`
-    after its name. Returns the DB, the link and names."""
+    """Two rails, four hosts; host X's mlx5_1 cable goes down at T for `flap_s`. Jobs on X and
+    Y (and, with `killer`, a job that died of that flap; `inside`: jobs whose Using lists name
+    mlx5_1 that COMPLETED that long after T), sacct naming each host with `domain` after its
+    name. Returns the DB, the link and names."""
     src = tmp / "fabric"
     generate(src, seed=1, spines=2, leaves=4, hosts_per_leaf=2, hcas_per_host=2)
     truth = json.loads((src / "truth.json").read_text())
@@ -98,7 +100,7 @@ def _build(tmp: Path, killer: bool, domain: str = ""
                                       if lk.a_guid == hca.guid else
                                       (lk.b_port, lk.a_guid, lk.a_port))
     leaf = fabric.nodes[leaf_guid].name
-    up = T + timedelta(seconds=FLAP_S)
+    up = T + timedelta(seconds=flap_s)
     log = tmp / "switch.log"
     log.write_text(
         f"{T.isoformat()} {leaf} mgmtd[4128]: [mgmtd.NOTICE]: Interface IB1/{leaf_port} "
@@ -122,6 +124,11 @@ def _build(tmp: Path, killer: bool, domain: str = ""
             "102": _nccl_log(x, y, ["mlx5_0"], "mlx5_0"),
             "108": _nccl_log(x, y, None, "^mlx5_1"),
             "109": _nccl_log(x, y, None, "=mlx5_1")}
+    for job, after in inside:
+        rows.append((job, "COMPLETED", T - hour, T + after, f"{x},{y}"))
+        # (a line of its own: the same text twice would be the same file, ingested once)
+        logs[job] = (f"{x}:4100:4100 [0] NCCL INFO comm 0x{job} rank 0 nranks 2\n"
+                     + _nccl_log(x, y, ["mlx5_0", "mlx5_1"], None))
     if killer:
         # NCCL 2.27 (IB timeout 20: 34.4 s) on rail 1 of X and Y: its QP gives up 34 s in.
         rows.append(("110", "FAILED", T - hour, T + timedelta(seconds=90), f"{x},{y}"))
@@ -179,6 +186,21 @@ def test_only_jobs_whose_traffic_crossed_the_cable_count(tmp_path: Path) -> None
     plain = _mine(as_json(ev, rank(ev)), names)
     assert plain["score"] > before["score"] and plain["survived_jobs"] == []
     assert plain["survived_points_off"] == 0
+
+
+def test_a_job_that_completed_well_inside_a_long_flap_lived_through_it(tmp_path: Path) -> None:
+    """A 15-minute flap of the cable (issue #23: NCCL's port failover carried the rail): a job
+    that completed 14 minutes in had run 13.4 minutes past the moment its NCCL 2.21 would have
+    given up (8.6 s) and its last 10 may have been idle: it lived through the flap. One that
+    completed 9 minutes in proves nothing (its last 10 minutes may have been a checkpoint)."""
+    db, link, names = _build(tmp_path, killer=False, flap_s=900,
+                             inside=(("120", timedelta(minutes=14)),
+                                     ("121", timedelta(minutes=9))))
+    ev = _gather(db)
+    weights = {h.job_id: h.weight for h in ev.links[link].healthy}
+    assert weights.get("120") == 1.0
+    assert "121" not in weights
+    assert "120" in _mine(as_json(ev, rank(ev)), names)["survived_jobs"]
 
 
 def test_jobs_sacct_lists_by_their_hosts_fqdn_cross_the_same(tmp_path: Path) -> None:

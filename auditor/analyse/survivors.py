@@ -323,10 +323,12 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     listed.add(id(job))
                     candidates.append(job)
         # when each ran, for one pass per flap over plain tuples
-        # (a COMPLETED job needs only to have run past the link's return: one the flap had
-        # broken would have ended FAILED, its watchdog aborting the stuck collective; but its
-        # last RAN_AFTER may have been idle on the network, a final checkpoint or teardown,
-        # so the flap must have begun before them)
+        # (a COMPLETED job need not have run past the link's return: one the flap had broken
+        # would have ended FAILED, its watchdog aborting the stuck collective, at most its
+        # death time after the flap began; but its last RAN_AFTER may have been idle on the
+        # network, a final checkpoint or teardown, so it must have ended RAN_AFTER past that
+        # moment: a job that completed 14 minutes into a 15-minute flap of its rail's cable
+        # lived through it, issue #23)
         times = [(job["start_at"], job["end_at"], job["state"] == "COMPLETED")
                  for job in candidates]
         found: list[HealthyJob] = []
@@ -334,12 +336,15 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
             began, back = down - RAN_BEFORE, up + RAN_AFTER
             seen: set[str] = set()
             through = [k for k, (start, end, done) in enumerate(times) if start <= began and (
-                end >= back or (done and end >= up + RAN_AFTER_COMPLETED
-                                and end - RAN_AFTER >= down))]
+                end >= back or (done and end - RAN_AFTER >= down))]
             for job in map(candidates.__getitem__, through):
                 job_id = job["job_id"]
-                if job_id in seen or not lasted - MARGIN_S > wait_of(job_id):
+                wait = wait_of(job_id)
+                if job_id in seen or not lasted - MARGIN_S > wait:
                     continue
+                if job["end_at"] < back and job["end_at"] < up + RAN_AFTER_COMPLETED and (
+                        job["end_at"] - RAN_AFTER < down + timedelta(seconds=wait)):
+                    continue  # ended inside the flap too soon after its NCCL would give up
                 if failed_later and job_id in failed_later and failed_later[job_id] < back:
                     continue  # its trouble began during or soon after this flap
                 job_hosts = job_hosts_of(job)
