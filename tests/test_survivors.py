@@ -203,6 +203,20 @@ def test_a_job_that_completed_well_inside_a_long_flap_lived_through_it(tmp_path:
     assert "120" in _mine(as_json(ev, rank(ev)), names)["survived_jobs"]
 
 
+def test_a_flap_a_raised_timeout_would_outlast_is_a_half_sure_trial_of_a_job_with_no_info_log(
+        tmp_path: Path) -> None:
+    """A 30 s flap: NCCL 2.21 (the version the logs show) gives up after 8.6 s, but a job that
+    set NCCL_IB_TIMEOUT 2 higher (20: 34 s) would have ridden it out, and only an INFO log says
+    what a job set. Job 103 has no log: its trial counts half (issue #23); job 101's INFO log
+    sets nothing, so its 8.6 s holds."""
+    db, link, _ = _build(tmp_path, killer=False, flap_s=30)
+    healthy = {h.job_id: h for h in _gather(db).links[link].healthy}
+    assert {j: h.weight for j, h in healthy.items()} == {"101": 1.0, "103": 0.25, "109": 1.0}
+    assert "NCCL_IB_TIMEOUT not known (a job that set it 2 higher waits 34 s)" in healthy[
+        "103"].how
+    assert "NCCL_IB_TIMEOUT" not in healthy["101"].how
+
+
 def test_jobs_sacct_lists_by_their_hosts_fqdn_cross_the_same(tmp_path: Path) -> None:
     """gather reads only the jobs on the hosts next to a flap, by the names sacct gave them
     that resolve to those hosts (issue #13): an FQDN is one of them."""

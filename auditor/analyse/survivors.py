@@ -74,6 +74,14 @@ MARGIN_S = 0.5
 # every HCA of a host by default, but NCCL_IB_HCA (or a GPU without a NIC of its own) may leave
 # one out.
 RAIL_UNKNOWN = 0.5
+# Sites raise NCCL_IB_TIMEOUT to ride out port flaps (Databricks' GPU reliability post,
+# 2026-07-01: "tuned their NCCL_IB_TIMEOUT defaults to be more resilient to transient port-down
+# events"; NVIDIA's NCCL user guide, Environment Variables, NCCL_IB_TIMEOUT: increasing it "can
+# help on very large networks"), and only an INFO log prints the value a job set. A job whose
+# own log does not say may have waited 2^TIMEOUT_RAISE times the site's wait: a flap shorter
+# than that is a half-sure trial of it (issue #23: a bad cable's 87 s flap was cleared by a job
+# with NCCL_IB_TIMEOUT=22, 137 s, in WARN-only logs).
+TIMEOUT_RAISE = 2
 # A ring over hosts under the leaf and elsewhere crosses the leaf's edge at least twice, and
 # NCCL's channels run both ways: at least this many flows cross a leaf's uplinks.
 _EDGE_FLOWS = 4
@@ -376,6 +384,11 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     elif routed == "pairs":
                         how = best[1] + (", the routes of some of its host pairs cross it, not "
                                          f"its ring's: {share:.2f} of its flows")
+                if not (r is not None and r.info) and lasted - MARGIN_S <= (
+                        wait * 2 ** TIMEOUT_RAISE):
+                    weight *= 0.5
+                    how += (f", NCCL_IB_TIMEOUT not known (a job that set it {TIMEOUT_RAISE} "
+                            f"higher waits {wait * 2 ** TIMEOUT_RAISE:.0f} s)")
                 seen.add(job_id)
                 found.append(HealthyJob(job_id, i, round(weight, 3), how))
         if found:
