@@ -116,7 +116,10 @@ def _build(tmp: Path, killer: bool, domain: str = "", flap_s: int = FLAP_S,
         # ended too soon: the flap began in its last 10 minutes, which may be idle
         ("105", "COMPLETED", T - hour, up + timedelta(minutes=4), f"{x},{y}"),
         ("106", "COMPLETED", T - timedelta(minutes=1), up + hour, f"{x},{y}"),  # NCCL not up yet
-        ("107", "CANCELLED", T - hour, up + hour, f"{x},{y}"),  # did not complete
+        # cancelled an hour after the link's return: no watchdog would have waited that long
+        ("107", "CANCELLED", T - hour, up + hour, f"{x},{y}"),
+        # cancelled 20 minutes after: a stuck job a user gave up on, as far as we can tell
+        ("112", "CANCELLED", T - hour, up + timedelta(minutes=20), f"{x},{y}"),
         ("108", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # NCCL_IB_HCA=^mlx5_1
         ("109", "COMPLETED", T - hour, up + hour, f"{x},{y}"),  # NCCL_IB_HCA==mlx5_1
     ]
@@ -170,15 +173,15 @@ def test_only_jobs_whose_traffic_crossed_the_cable_count(tmp_path: Path) -> None
     db, link, names = _build(tmp_path, killer=False)
     ev = _gather(db)
     le = ev.links[link]
-    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "109": 1.0}
+    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "107": 0.5, "109": 1.0}
     assert {h.job_id: h.how for h in le.healthy} == {
         "101": "its Using list names the HCA", "103": "rail not known",
-        "109": "NCCL_IB_HCA==mlx5_1 picks the HCA"}
+        "107": "rail not known", "109": "NCCL_IB_HCA==mlx5_1 picks the HCA"}
     before = _mine(as_json(ev, rank(ev)), names)
-    assert before["survived_jobs"] == ["101", "103", "109"]
+    assert before["survived_jobs"] == ["101", "103", "107", "109"]
     said = [line for line in before["evidence"] if line.startswith("survived by")]
-    assert said and said[0].startswith("survived by 3 job(s) that crossed it (101, 103, 109): "
-                                       "its flaps did not kill traffic")
+    assert said and said[0].startswith("survived by 4 job(s) that crossed it (101, 103, 107, "
+                                       "109): its flaps did not kill traffic")
     # A sure crossing: the one long flap weighs what an absorbed flap weighs.
     assert before["survived_points_off"] > 3
     assert before["score"] == round(1 - 2.718281828459045 ** (-0.5 / 6), 3)
@@ -211,7 +214,8 @@ def test_a_flap_a_raised_timeout_would_outlast_is_a_half_sure_trial_of_a_job_wit
     sets nothing, so its 8.6 s holds."""
     db, link, _ = _build(tmp_path, killer=False, flap_s=30)
     healthy = {h.job_id: h for h in _gather(db).links[link].healthy}
-    assert {j: h.weight for j, h in healthy.items()} == {"101": 1.0, "103": 0.25, "109": 1.0}
+    assert {j: h.weight for j, h in healthy.items()} == {"101": 1.0, "103": 0.25, "107": 0.25,
+                                                          "109": 1.0}
     assert "NCCL_IB_TIMEOUT not known (a job that set it 2 higher waits 34 s)" in healthy[
         "103"].how
     assert "NCCL_IB_TIMEOUT" not in healthy["101"].how
@@ -224,7 +228,7 @@ def test_jobs_sacct_lists_by_their_hosts_fqdn_cross_the_same(tmp_path: Path) -> 
     with Store(db, read_only=True) as store:
         assert all(h.endswith(".cluster.example") for h in store.job_host_names())
     le = _gather(db).links[link]
-    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "109": 1.0}
+    assert {h.job_id: h.weight for h in le.healthy} == {"101": 1.0, "103": 0.5, "107": 0.5, "109": 1.0}
 
 
 def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path: Path) -> None:
@@ -232,10 +236,10 @@ def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path:
     ev = _gather(db)
     le = ev.links[link]
     assert [j["job_id"] for j in le.jobs] == ["110"]
-    assert {h.job_id for h in le.healthy} == {"101", "103", "109"}
+    assert {h.job_id for h in le.healthy} == {"101", "103", "107", "109"}
     with_them = as_json(ev, rank(ev))
     mine = _mine(with_them, names)
-    assert mine["jobs_failed"] == 1 and mine["survived_jobs"] == ["101", "103", "109"]
+    assert mine["jobs_failed"] == 1 and mine["survived_jobs"] == ["101", "103", "107", "109"]
     assert mine["survived_points_off"] == 0
     assert any("killing evidence wins" in line for line in mine["evidence"])
     le.healthy = []

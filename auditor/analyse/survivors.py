@@ -1,5 +1,6 @@
 """Healthy-job evidence (issue #15): jobs whose traffic crossed a link while it was down for
-longer than they could have waited, and that completed anyway.
+longer than they could have waited, and that completed anyway (or ran on long past it: a
+failure dated later, a cancel or time limit past any watchdog's timeout).
 
 An RC queue pair that loses its path dies after its NCCL death time (`auditor.nccl`). A job that
 was running across a link through a flap longer than that, and ran on to COMPLETED, was not
@@ -68,6 +69,15 @@ RAN_AFTER = timedelta(minutes=10)
 # NCCL error or a watchdog abort, never in exit 0): it needs only to have run past the link's
 # return, by more than the clocks of switches and hosts may differ.
 RAN_AFTER_COMPLETED = timedelta(minutes=1)
+# A job the user cancelled or the time limit stopped was not broken by a flap it ran through if
+# it ran on this long past the link's return: a connection the flap broke ends in an NCCL error
+# the watchdog aborts on at once, and a collective stuck without one is aborted by PyTorch's
+# watchdog after its timeout, 10 min by default for NCCL (pytorch/pytorch
+# torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp kProcessGroupNCCLDefaultTimeout; 30 min for
+# the other backends, init_process_group's documented default), so a job still running 30 min on
+# was not hung by it (issue #23: a job cancelled 44 minutes after a harmless flap it crossed).
+STOPPED = frozenset({"CANCELLED", "TIMEOUT"})
+STOPPED_AFTER = timedelta(minutes=30)
 # A flap measured on second-resolution stamps may read a little long.
 MARGIN_S = 0.5
 # How sure a crossing of an HCA cable is when nothing says which HCAs the job used: NCCL opens
@@ -355,6 +365,8 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     continue  # ended inside the flap too soon after its NCCL would give up
                 if failed_later and job_id in failed_later and failed_later[job_id] < back:
                     continue  # its trouble began during or soon after this flap
+                if job["state"] in STOPPED and job["end_at"] < up + STOPPED_AFTER:
+                    continue  # cancelled or stopped before a watchdog would have ended it
                 job_hosts = job_hosts_of(job)
                 if len(job_hosts) < 2:
                     continue  # one node: its ranks talk over NVLink, PCIe or shared memory
@@ -434,7 +446,8 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
         # ran through a flap whole and COMPLETED, or failed of something else long after it:
         # judged per flap below
         later = _failed_later(jobs, errors, plan.wait_of)
-        completed = [j for j in jobs if (j["state"] == "COMPLETED" or j["job_id"] in later)
+        completed = [j for j in jobs if (j["state"] in STOPPED or j["state"] == "COMPLETED"
+                                         or j["job_id"] in later)
                      and j["start_at"] is not None and j["end_at"] is not None]
         for link, found in _healthy_jobs(plan, completed, resolver.host, fabric,
                                          crosses, later).items():
