@@ -507,7 +507,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                 le.ar_alternatives = ar_alternatives(lk, g, routes)
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
-                    _host_coverage(rails, facts, links, fabric))
+                    _host_coverage(rails, facts, links, fabric), g)
 
 
 REROUTE_SOURCE = "sm reroute"
