@@ -44,13 +44,13 @@ from auditor.analyse.evidence import (
     link_of,
 )
 from auditor.analyse.flaps import Flap
-from auditor.analyse.paths import PortRef
 from auditor.analyse.routed import RouteBook, by_rail
 from auditor.config import RankingSettings
 from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
 
 if TYPE_CHECKING:
+    from auditor.analyse.paths import PortRef
     from auditor.store.rows import JobEndedRow, JobErrorRow
 
 
