@@ -21,7 +21,7 @@ from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import WatchList
-from auditor.models import Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
+from auditor.models import EdgeKey, Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
 
 if TYPE_CHECKING:
     from auditor.store.rows import EventRow, JobDuringRow
@@ -217,6 +217,13 @@ class Cables:
         # looked up before they are converted, not converted to be looked up
         self._flapped_keys = {k for lk in flapped if len(lk) == 2
                               for k in ((*lk[0], *lk[1]), (*lk[1], *lk[0]))}
+        # each node's flapped links as the graph keys them: a leaf's uplinks that flapped are
+        # a few of these, not a filter of its 32-64 uplinks (2,048 leaves at 65,536 GPUs)
+        self._flapped_at: dict[str, dict[EdgeKey, None]] = defaultdict(dict)
+        for k in self._flapped_keys:
+            if k in g.links:
+                self._flapped_at[k[0]][k] = None
+                self._flapped_at[k[2]][k] = None
         self._of: dict[str, tuple[LinkKey, ...]] = {}
         self._hca: dict[str, tuple[tuple[LinkKey, ...], list[str]]] = {}
         self._uplinks: dict[str, tuple[LinkKey, ...]] = {}
@@ -240,11 +247,13 @@ class Cables:
         return found
 
     def uplinks(self, leaf: str) -> tuple[LinkKey, ...]:
-        """A leaf's uplinks that flapped."""
+        """A leaf's uplinks that flapped, as graph.uplinks orders them."""
         found = self._uplinks.get(leaf)
         if found is None:
-            found = self._uplinks[leaf] = tuple(
-                as_link(k) for k in graph.uplinks(self.g, leaf) if k in self._flapped_keys)
+            nodes = self.g.nodes
+            found = self._uplinks[leaf] = tuple(as_link(k) for k in sorted(
+                k for k in self._flapped_at.get(leaf, ())
+                if nodes[k[2] if k[0] == leaf else k[0]]["node_type"] == NodeType.SWITCH))
         return found
 
 
