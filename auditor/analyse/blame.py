@@ -325,7 +325,7 @@ def failed_jobs(ended: list[JobEndedRow], since: datetime, until: datetime,
         if job["end_at"] is None or not since <= job["end_at"] <= until:
             continue
         failed += 1
-        job_hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
+        job_hosts = [h for h in resolver.each(job["hosts"]) if h]
         start, end = job["start_at"] or job["end_at"], job["end_at"]
         late = end + timedelta(minutes=10)
         view = views.get(job["job_id"]) or JobView([], [], {})

@@ -606,8 +606,7 @@ def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuri
         for job in by_host.get(min(hosts), []):
             mine = resolved.get(id(job))
             if mine is None:
-                mine = resolved[id(job)] = {h for h in (resolver.host(x) for x in job["hosts"])
-                                            if h}
+                mine = resolved[id(job)] = {h for h in resolver.each(job["hosts"]) if h}
             if not hosts <= mine:
                 continue
             if first is not None and last is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -178,6 +179,12 @@ class HostResolver:
         self._known[name] = found
         return found
 
+    def each(self, names: Iterable[str | None]) -> list[str | None]:
+        """`host` of each name, in order, the memo read inline: a month of jobs of up to 2,048
+        hosts names hosts millions of times (issue #25)."""
+        known, host = self._known, self.host
+        return [known[n] if n in known else host(n) for n in names]
+
     def _resolve(self, name: str) -> str | None:
         key = name.strip().lower().split("%", 1)[0]  # fe80::...%ib0: the scope is local
         if key.startswith("fe80:"):
@@ -199,7 +206,10 @@ def link_keys(keys: list[tuple[str, int, str, int]]) -> list[LinkKey]:
     return [as_link(k) for k in keys]
 
 
-@lru_cache(maxsize=1 << 17)  # a fabric's links; a month's ranking converts each thousands of times
+# A fabric's links: a month's ranking converts each thousands of times. 2**18 holds the 196,608
+# links of a 65,536-GPU fat tree (2**17 did not: its paths' spine-core links were converted
+# again and again, issue #25).
+@lru_cache(maxsize=1 << 18)
 def as_link(key: tuple[str, int, str, int]) -> LinkKey:
     return link_of([(key[0], key[1]), (key[2], key[3])])
 
@@ -301,7 +311,7 @@ def jobs_by_host(jobs: list[JobDuringRow], resolver: HostResolver,
         # the last span starting before the job ends must end after the job starts
         if i == 0 or merged[i - 1][1] < start:
             continue
-        for h in job["hosts"]:
-            if (who := resolver.host(h)) is not None:
+        for who in resolver.each(job["hosts"]):
+            if who is not None:
                 by_host[who].append(job)
     return by_host
