@@ -7,7 +7,8 @@ switches are separate edges) keyed by its canonical `EdgeKey`.
 analysis uses (`nodes[guid]`, `neighbors`, `g[u][v]`, `edges(nbunch, keys=True)`), in the same
 iteration order. networkx itself costs 80-110 ms to import and its MultiGraph 25-45 ms to build
 for a 12,288-link fabric, a third of `auditor suspects --since 24h` (issue #13); nothing here
-needs its algorithms (`links_between` is two breadth-first searches). `to_networkx()` gives the
+needs its algorithms (`links_between` is a breadth-first search from both ends that stops where
+they meet). `to_networkx()` gives the
 real thing for anyone who wants them, and the tests check the answers against it.
 """
 
