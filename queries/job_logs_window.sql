@@ -7,7 +7,7 @@
 -- (correlate._match_logs): NULL for a log labelled with its job (issue #13: at 30 days 6,105
 -- labelled logs' 82,000 host names and 18,000 stamps made this query 38 ms, 15 ms without).
 -- The Using lists as two lists of text, hosts and HCAs in step: as a list of structs (a dict per
--- pair in Python) a day's logs of a 65,536-GPU fabric, 650,000 pairs, were 1 s of `suspects`
+-- pair in Python) a day's logs of a 65,536-GPU fabric, 675,800 pairs, were 1 s of `suspects`
 -- (issue #25).
 select source_id, job_id,
        case when job_id is null then hosts end as hosts,
