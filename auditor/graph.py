@@ -7,13 +7,15 @@ switches are separate edges) keyed by its canonical `EdgeKey`.
 analysis uses (`nodes[guid]`, `neighbors`, `g[u][v]`, `edges(nbunch, keys=True)`), in the same
 iteration order. networkx itself costs 80-110 ms to import and its MultiGraph 25-45 ms to build
 for a 12,288-link fabric, a third of `auditor suspects --since 24h` (issue #13); nothing here
-needs its algorithms (`links_between` is two breadth-first searches). `to_networkx()` gives the
+needs its algorithms (`links_between` is a breadth-first search from both ends that stops where
+they meet). `to_networkx()` gives the
 real thing for anyone who wants them, and the tests check the answers against it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from auditor.models import EdgeKey, Fabric, Link, NodeType
@@ -22,9 +24,10 @@ if TYPE_CHECKING:
     import networkx as nx
 
 # the switches in order, each one's place in it, and each one's switch neighbours as bits
-_Masks = tuple[list[str], dict[str, int], list[int]]
-# shortest hop count, distances from each end's switches, the switch links on the paths
-SwitchPaths = tuple[int, dict[str, int], dict[str, int], frozenset[EdgeKey]]
+_Masks = tuple[list[str], dict[str, int], "_NeighbourMasks"]
+# shortest hop count, the switches of each end the shortest paths leave from and arrive at,
+# the switch links on the paths, as runs of sorted link keys (one run per hop)
+SwitchPaths = tuple[int, frozenset[str], frozenset[str], tuple[tuple[EdgeKey, ...], ...]]
 
 
 def link_key(link: Link) -> EdgeKey:
@@ -36,8 +39,8 @@ class FabricGraph:
     `adj[u][v]` maps each link key between u and v to its Link; `links` holds every link key
     in the order the links came, with its two ends."""
 
-    __slots__ = ("_masks", "_switch_adj", "adj", "dist_cache", "layer_cache", "links", "nodes",
-                 "path_cache", "uplink_cache")
+    __slots__ = ("_masks", "_switch_adj", "adj", "hop_cache", "links", "nodes", "path_cache",
+                 "uplink_cache")
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
@@ -45,12 +48,11 @@ class FabricGraph:
         self.links: dict[EdgeKey, tuple[str, str, Link]] = {}
         self._switch_adj: dict[str, set[str]] | None = None
         self._masks: _Masks | None = None
-        # _switch_paths', distances_from's and uplinks' answers; emptied whenever the graph
-        # changes
+        # _switch_paths' and uplinks' answers; emptied whenever the graph changes
         self.path_cache: dict[tuple[frozenset[str], frozenset[str]], SwitchPaths | None] = {}
-        self.dist_cache: dict[frozenset[str], dict[str, int]] = {}
-        # per start set, the switches at 0, 1, 2... hops from it (bit i: _Masks' switch i)
-        self.layer_cache: dict[frozenset[str], list[int]] = {}
+        # the links between two sets of switches (bit masks, the lower first), sorted: the same
+        # pod's spine-core links lie between many pairs of leaves
+        self.hop_cache: dict[tuple[int, int], tuple[EdgeKey, ...]] = {}
         self.uplink_cache: dict[str, list[EdgeKey]] = {}
 
     def add_node(self, guid: str, **attrs: Any) -> None:
@@ -62,8 +64,7 @@ class FabricGraph:
         self._switch_adj = None
         self._masks = None
         self.path_cache.clear()
-        self.dist_cache.clear()
-        self.layer_cache.clear()
+        self.hop_cache.clear()
         self.uplink_cache.clear()
 
     def add_edge(self, u: str, v: str, key: EdgeKey, link: Link) -> None:
@@ -116,27 +117,13 @@ class FabricGraph:
 
     def switch_masks(self) -> _Masks:
         """The switches in a fixed order and each one's switch neighbours as a bit mask over
-        that order, built once per graph (see `_search`)."""
+        that order, built once per graph (see `_meet`)."""
         if self._masks is None:
             adj = self.switch_adjacency()
             names = list(adj)
             index = {s: i for i, s in enumerate(names)}
-            masks = [sum(1 << index[p] for p in adj[s]) for s in names]
-            self._masks = (names, index, masks)
+            self._masks = (names, index, _NeighbourMasks(names, index, adj))
         return self._masks
-
-    def distances_from(self, start: frozenset[str]) -> dict[str, int]:
-        """Hops from the nearest of the `start` switches to every switch reachable from them."""
-        if start not in self.dist_cache:
-            self.dist_cache[start], self.layer_cache[start] = _search(self.switch_masks(), start)
-        return self.dist_cache[start]
-
-    def layers_from(self, start: frozenset[str]) -> list[int]:
-        """The switches at 0, 1, 2... hops from the nearest of `start` (a bit mask per hop count
-        over `switch_masks()`' order), as far as any is reachable."""
-        if start not in self.layer_cache:
-            self.distances_from(start)
-        return self.layer_cache[start]
 
     def to_networkx(self) -> nx.MultiGraph:
         """The same graph as a networkx MultiGraph (node attributes, edges keyed by link key
@@ -149,6 +136,30 @@ class FabricGraph:
         for k, (u, v, link) in self.links.items():
             g.add_edge(u, v, key=k, link=link)
         return g
+
+
+class _NeighbourMasks(dict[int, int]):
+    """Switch i's switch neighbours as a bit mask over the switches' order, made when first
+    asked: a path search touches the switches near its two ends, and making all 5,120 masks of
+    a 65,536-GPU fat tree up front was 0.4 s (issue #25)."""
+
+    __slots__ = ("_adj", "_index", "_names", "_size")
+
+    def __init__(self, names: list[str], index: dict[str, int],
+                 adj: dict[str, set[str]]) -> None:
+        super().__init__()
+        self._names, self._index, self._adj = names, index, adj
+        self._size = (len(names) + 7) // 8
+
+    def __missing__(self, i: int) -> int:
+        # Bits set in a byte array, one int made of it: no big int per neighbour.
+        buf = bytearray(self._size)
+        index = self._index
+        for peer in self._adj[self._names[i]]:
+            j = index[peer]
+            buf[j >> 3] |= 1 << (j & 7)
+        mask = self[i] = int.from_bytes(buf, "little")
+        return mask
 
 
 def build_graph(fabric: Fabric) -> FabricGraph:
@@ -228,62 +239,98 @@ def _bits(mask: int) -> Iterator[int]:
         mask ^= low
 
 
-def _search(masks: _Masks, start: frozenset[str]) -> tuple[dict[str, int], list[int]]:
-    """Breadth-first from `start` over the switches: hops to each, and the switches at each hop
-    count as a bit mask. A hop is one OR of neighbour masks: walking a spine's 128 neighbours
-    one by one made 63 searches 100 ms of `suspects --since 30d`, a set union per hop still
-    17 ms (issue #13)."""
-    names, index, adj = masks
-    dist = dict.fromkeys(start, 0)
-    seen = 0
-    for s in start:
-        if s in index:
-            seen |= 1 << index[s]
-    layers = [seen]
-    frontier, hops = seen, 0
-    while frontier:
-        hops += 1
-        reach = 0
-        for i in _bits(frontier):
-            reach |= adj[i]
-        frontier = reach & ~seen
-        if frontier:
-            seen |= frontier
-            layers.append(frontier)
-            for i in _bits(frontier):
-                dist[names[i]] = hops
-    return dist, layers
+def _grow(adj: _NeighbourMasks, frontier: int) -> int:
+    """Every switch one hop from the switches of `frontier` (one OR of neighbour masks each)."""
+    reach = 0
+    for i in _bits(frontier):
+        reach |= adj[i]
+    return reach
+
+
+def _meet(adj: _NeighbourMasks, a: int, b: int) -> tuple[int, list[int], list[int]] | None:
+    """The shortest hop count between the switch sets `a` and `b` (bit masks), with the layers
+    grown from each side until they met: layers_a[k] holds the switches k hops from `a`.
+    Both sides grow, the smaller frontier first, so neither walks the whole fabric: in a
+    three-tier fat tree two leaves meet at the cores after two hops each, where a search from
+    each leaf to every switch of the fabric was a third of `suspects --since 24h` at 65,536
+    GPUs (issue #25). A pair of layers is compared when the later of the two is grown, so the
+    first that share a switch give the shortest hop count."""
+    layers_a, layers_b = [a], [b]
+    seen_a, seen_b = a, b
+    if a & b:
+        return 0, layers_a, layers_b
+    while True:
+        grow_a = layers_a[-1].bit_count() <= layers_b[-1].bit_count()
+        mine, seen, other = ((layers_a, seen_a, layers_b) if grow_a
+                             else (layers_b, seen_b, layers_a))
+        frontier = _grow(adj, mine[-1]) & ~seen
+        if not frontier:
+            return None  # this side reached all it can: the other is not among it
+        mine.append(frontier)
+        if grow_a:
+            seen_a |= frontier
+        else:
+            seen_b |= frontier
+        for m, layer in enumerate(other):
+            if frontier & layer:
+                return len(mine) - 1 + m, layers_a, layers_b
 
 
 def _switch_paths(g: FabricGraph, a: frozenset[str], b: frozenset[str]
                   ) -> SwitchPaths | None:
-    """Between two sets of switches: the shortest hop count, the distances from each set, and
-    the switch-to-switch links on the shortest paths. Kept per graph: the hosts of a job hang
-    off a few leaves, so a month's ranking asks the same few leaf pairs thousands of times (a
-    breadth-first search per host pair was 30 % of `suspects --since 30d`, issue #13)."""
+    """Between two sets of switches: the shortest hop count, the switches of `a` and of `b` the
+    shortest paths start and end at, and the switch-to-switch links on those paths. Kept per
+    graph: the hosts of a job hang off a few leaves, so a month's ranking asks the same few
+    leaf pairs thousands of times (a breadth-first search per host pair was 30 % of
+    `suspects --since 30d`, issue #13)."""
     cache = g.path_cache
     if (a, b) in cache:
         return cache[(a, b)]
-    names, _, adj = g.switch_masks()
-    da, db = g.distances_from(a), g.distances_from(b)
-    # The nearest of a to b is as far as a and b are: no path is shorter than that.
-    best = min((db[n] for n in a if n in db), default=None)
-    found: set[EdgeKey] = set()
-    if best is not None:
-        # A link u-v lies on a shortest path when u is k hops from a and best - k from b, and
-        # v one hop nearer b: per k, one AND of layer masks finds the u, another their v (a
-        # scan of every switch's neighbours per pair was 1 ms, 109 pairs in
-        # `suspects --since 30d`, issue #13).
-        la, lb = g.layers_from(a), g.layers_from(b)
-        for k in range(best):
-            nearer = lb[best - k - 1]
-            for i in _bits(la[k] & lb[best - k]):
-                u = names[i]
-                for j in _bits(adj[i] & nearer):
-                    found.update(g.adj[u][names[j]])
-    result = None if best is None else (best, da, db, frozenset(found))
+    names, index, adj = g.switch_masks()
+    met = _meet(adj, sum(1 << index[s] for s in a), sum(1 << index[s] for s in b))
+    result: SwitchPaths | None = None
+    if met is not None:
+        best, layers_a, layers_b = met
+        # The switches on a shortest path, by hops from `a`: those k hops from `a` and
+        # best - k from `b`. Where both sides' layers reach (the cut), one AND; towards either
+        # end, those of a side's layer next to an on-path switch one hop further in.
+        cut = min(len(layers_a) - 1, best)
+        on = [0] * (best + 1)
+        on[cut] = layers_a[cut] & layers_b[best - cut]
+        for k in range(cut - 1, -1, -1):
+            on[k] = _next_to(adj, layers_a[k], on[k + 1])
+        for k in range(cut + 1, best + 1):
+            on[k] = _next_to(adj, layers_b[best - k], on[k - 1])
+        # A link u-v lies on a shortest path when u is on one k hops from `a` and v on one
+        # k + 1 hops from it.
+        result = (best, frozenset(names[i] for i in _bits(on[0])),
+                  frozenset(names[i] for i in _bits(on[best])),
+                  tuple(_hop(g, on[k], on[k + 1]) for k in range(best)))
     cache[(a, b)] = result
     return result
+
+
+def _hop(g: FabricGraph, near: int, far: int) -> tuple[EdgeKey, ...]:
+    """The links between two disjoint sets of switches (bit masks), sorted; kept per graph."""
+    key = (near, far) if near <= far else (far, near)
+    found = g.hop_cache.get(key)
+    if found is None:
+        names, _, adj = g.switch_masks()
+        g_adj = g.adj
+        keys: list[EdgeKey] = []
+        for i in _bits(key[0]):
+            peers = g_adj[names[i]]
+            for j in _bits(adj[i] & key[1]):
+                keys.extend(peers[names[j]])
+        found = g.hop_cache[key] = tuple(sorted(keys))
+    return found
+
+
+def _next_to(adj: _NeighbourMasks, layer: int, on: int) -> int:
+    """The switches of `layer` with a neighbour in `on`: by the fewer of the two sets' bits."""
+    if layer.bit_count() <= on.bit_count():
+        return sum(1 << i for i in _bits(layer) if adj[i] & on)
+    return layer & _grow(adj, on)
 
 
 def links_between(
@@ -293,7 +340,10 @@ def links_between(
     GUIDs): in a fat tree, the cables that traffic between them can take under any routing.
     HCAs never forward traffic, so paths run through switches only."""
     adj = g.switch_adjacency()
-    found: set[EdgeKey] = set()
+    # Sorted runs, sorted once joined: a sort that finds runs merges them (a 65,536-GPU fat
+    # tree has 2,100 links between two leaves of different pods; sorting them from a set was
+    # a tenth of the path search, issue #25).
+    runs: list[Iterable[EdgeKey]] = []
     targets = list(targets)
     for src in sources:
         for dst in targets:
@@ -306,13 +356,11 @@ def links_between(
             paths = _switch_paths(g, a, b)
             if paths is None:
                 continue
-            best, da, db, between = paths
-            found.update(k for s in a if da[s] + db.get(s, best + 1) == best
-                         for k in g[src][s])
-            found.update(k for s in b if db[s] + da.get(s, best + 1) == best
-                         for k in g[dst][s])
-            found.update(between)
-    return sorted(found)
+            _, starts, ends, between = paths
+            runs.append(sorted(k for s in starts for k in g[src][s]))
+            runs.append(sorted(k for s in ends for k in g[dst][s]))
+            runs.extend(between)
+    return sorted(dict.fromkeys(chain.from_iterable(runs)))
 
 
 def links_between_hosts(g: FabricGraph, host_a: str, host_b: str) -> list[EdgeKey]:

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from auditor.cli import app
@@ -18,7 +20,7 @@ from auditor.config import load
 from auditor.demo import build_demo
 from auditor.errors import AuditorError, ConfigError
 from auditor.report.tables import render_rows, to_json
-from auditor.safe_text import csv_cell
+from auditor.safe_text import csv_cell, finite, json_text
 from auditor.timeparse import MAX_SPAN_DAYS, parse_instant, parse_span, parse_window
 
 runner = CliRunner()
@@ -110,3 +112,38 @@ def test_json_is_written_in_one_place() -> None:
                     and isinstance(node.value, ast.Name) and node.value.id == "json"):
                 found.add(str(path.relative_to(PACKAGE)))
     assert found <= allowed, found - allowed
+
+
+class _Tag(int):
+    """An int subclass (as an IntEnum is): json.dumps writes its int value."""
+
+
+_leaves = (st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+           | st.integers().map(_Tag) | st.datetimes(timezones=st.just(UTC)))
+_keys = st.text() | st.integers() | st.floats() | st.booleans() | st.none()
+_values = st.recursive(_leaves, lambda inner: (
+    st.lists(inner, max_size=4) | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(_keys, inner, max_size=4)), max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, st.integers(min_value=0, max_value=4))
+def test_indented_json_is_json_dumps_own(value: object, indent: int) -> None:
+    """json_text's own indented writer (issue #25: json.dumps' with an indent is pure Python)
+    writes what json.dumps writes, byte for byte, NaN and infinities made null as before."""
+    def default(o: object) -> object:
+        return o.isoformat() if isinstance(o, datetime) else str(o)
+
+    def dumps(data: object) -> str:
+        return json.dumps(data, indent=indent, default=default, allow_nan=False)
+
+    try:
+        try:
+            want = dumps(value)
+        except ValueError:
+            want = dumps(finite(value))
+    except ValueError:  # a NaN or infinite key, which finite() leaves as it is
+        with pytest.raises(ValueError, match="Out of range float"):
+            json_text(value, indent=indent, default=default)
+        return
+    assert json_text(value, indent=indent, default=default) == want

@@ -132,3 +132,23 @@ def test_a_sacct_ingest_imports_only_the_sacct_parser(tmp_path: Path) -> None:
 
     parsers = {k.parse.partition(":")[0] for k in kinds.KINDS if k.family is not None}
     assert parsers & _modules_after(code) == {"auditor.parse.sacct"}
+
+
+def test_suspects_without_forwarding_tables_imports_no_numpy(tmp_path: Path) -> None:
+    """Only a fabric with forwarding tables loads routes (analyse/routing, paths: numpy, 0.12 s
+    of every `suspects`, issue #25); the ranking of a fabric without them does not import it."""
+    from auditor.ingest.captures import ingest_files
+    from auditor.store import Store
+
+    capture = Path(__file__).resolve().parent / "fixtures" / "ibnetdiscover"
+    db = tmp_path / "x.duckdb"
+    store = Store(str(db))
+    assert ingest_files(store, [sorted(capture.glob("*.txt"))[0]], kind="ibnetdiscover")
+    store.close()
+    code = ("import sys\nimport auditor.cli as c\n"
+            f"sys.argv = ['auditor', '--db', {str(db)!r}, 'suspects', '--since', '3650d', "
+            "'--format', 'json']\n"
+            "try:\n    c.main()\nexcept SystemExit as e:\n    assert not e.code, e.code")
+    names = _modules_after(code)
+    assert "auditor.analyse.correlate" in names  # it did rank
+    assert not {"numpy", "auditor.analyse.paths", "auditor.analyse.routing"} & names

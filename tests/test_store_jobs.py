@@ -155,11 +155,13 @@ def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path
     assert labelled == {"source_id": 7, "job_id": "11", "hosts": None, "first_at": None,
                         "last_at": None, "written_at": None, "nccl_versions": ["2.21.5"],
                         "ib_timeout": 20, "ib_retry_cnt": 7,
-                        "using_hcas": [{"host": "gpu-d", "hca": "mlx5_0"}], "ib_hca": "mlx5_0"}
+                        "using_hosts": ["gpu-d"], "using_devices": ["mlx5_0"],
+                        "ib_hca": "mlx5_0"}
     assert unlabelled == {"source_id": 8, "job_id": None, "hosts": ["gpu-e", "gpu-f"],
                           "first_at": at, "last_at": at + H, "written_at": at + 2 * H,
                           "nccl_versions": ["2.27.7"], "ib_timeout": None,
-                          "ib_retry_cnt": None, "using_hcas": [], "ib_hca": None}
+                          "ib_retry_cnt": None, "using_hosts": [], "using_devices": [],
+                          "ib_hca": None}
 
 
 def test_no_jobs_at_all(tmp_path: Path) -> None:

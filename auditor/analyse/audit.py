@@ -185,8 +185,10 @@ def audit(store: Store, since: datetime, until: datetime,
     verify_days = settings.verify_days
     shown = ranked[:limit] if limit else ranked
     locs, labels = store.locations(), store.port_labels()
-    modules = {(t["guid"], t["port"]): t for t in store.transceivers() if t["guid"]}
-    g = graph.build_graph(ev.fabric)
+    # Read once: the findings' modules and the cohorts' parts (393,216 rows at 65,536 GPUs)
+    transceivers = store.transceivers()
+    modules = {(t["guid"], t["port"]): t for t in transceivers if t["guid"]}
+    g = ev.graph if ev.graph is not None else graph.build_graph(ev.fabric)
     findings = [_finding(ev, g, i, s, locs, labels, modules) for i, s in enumerate(shown, 1)]
     _job_paths(store, ev, g, findings, settings.aliases)
     if ev.watch is not None:
@@ -201,7 +203,7 @@ def audit(store: Store, since: datetime, until: datetime,
         # A swap recorded in the window's last second is judged too.
         tracking=replacements.status(store, until + timedelta(seconds=1), verify_days),
         watch=ev.watch, optics_settings=cfg.optics,
-        outcomes=judged, cohorts=_cohorts(store, judged),
+        outcomes=judged, cohorts=_cohorts(store, judged, transceivers),
     )
 
 
@@ -216,12 +218,13 @@ def judge_again(result: Audit, store: Store, settings: OutcomesSettings,
     result.cohorts = _cohorts(store, result.outcomes)
 
 
-def _cohorts(store: Store, judged: Outcomes | None) -> Cohorts | None:
+def _cohorts(store: Store, judged: Outcomes | None,
+             transceivers: list[TransceiverRow] | None = None) -> Cohorts | None:
     if judged is None:
         return None
     from auditor.analyse.cohorts import cohorts
 
-    return cohorts(store, judged)
+    return cohorts(store, judged, transceivers)
 
 
 def _traces(watch: WatchList, ends: list[dict[str, Any]]) -> list[Trace]:

@@ -45,13 +45,13 @@ from auditor.analyse.evidence import (
     link_of,
 )
 from auditor.analyse.flaps import Flap
-from auditor.analyse.paths import PortRef
 from auditor.analyse.routed import RouteBook, ar_alternatives, by_rail
 from auditor.config import RankingSettings
 from auditor.models import LinkKey
 from auditor.nccl import DeathTime, job_death
 
 if TYPE_CHECKING:
+    from auditor.analyse.paths import PortRef
     from auditor.store.rows import JobEndedRow, JobErrorRow
 
 
@@ -330,7 +330,7 @@ def failed_jobs(ended: list[JobEndedRow], since: datetime, until: datetime,
         if job["end_at"] is None or not since <= job["end_at"] <= until:
             continue
         failed += 1
-        job_hosts = [h for h in (resolver.host(x) for x in job["hosts"]) if h]
+        job_hosts = [h for h in resolver.each(job["hosts"]) if h]
         start, end = job["start_at"] or job["end_at"], job["end_at"]
         late = end + timedelta(minutes=10)
         view = views.get(job["job_id"]) or JobView([], [], {})

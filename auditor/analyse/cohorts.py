@@ -27,13 +27,14 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, TypedDict
+from itertools import repeat
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from auditor.analyse.outcomes import FLAP_RULES, Episode, Outcomes
 from auditor.store import Store
 
 if TYPE_CHECKING:
-    from auditor.store.rows import ReplacementRow
+    from auditor.store.rows import ReplacementRow, TransceiverRow
 
 DIMENSIONS = ("part_number", "vendor", "firmware", "lot")
 # A lot (or firmware) is a subset of one part number; the broader fields can be explained by it.
@@ -93,21 +94,26 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
-def parts_of(store: Store) -> list[Part]:
-    """The parts the store knows per port, one per serial number."""
+def parts_of(store: Store, transceivers: list[TransceiverRow] | None = None) -> list[Part]:
+    """The parts the store knows per port, one per serial number (`transceivers`: the
+    store's, when the caller has read them already)."""
     firmware = store.optics_firmware()
     parts: dict[str, Part] = {}
-    for t in store.transceivers():
+    # (393,216 modules at 65,536 GPUs: one Part made per serial, not one per row to throw away)
+    for t in store.transceivers() if transceivers is None else transceivers:
         if t["guid"] is None or t["port"] is None or t["present"] is False:
             continue
-        ident = t["serial_number"] or f"{t['device']}:{t['port_name']}"
-        part = parts.setdefault(ident, Part(ident, set(), {}))
+        serial = t["serial_number"]
+        ident = serial or f"{t['device']}:{t['port_name']}"
+        part = parts.get(ident)
+        if part is None:
+            part = parts[ident] = Part(ident, set(), {})
         part.ports.add((t["guid"], t["port"]))
-        known = {"part_number": t["part_number"], "vendor": t["vendor"], "lot": t.get("lot"),
-                 "firmware": firmware.get(t["serial_number"] or "")}
-        for name, value in known.items():
-            if value and name not in part.fields:
-                part.fields[name] = str(value)
+        fields = part.fields
+        for name, value in (("part_number", t["part_number"]), ("vendor", t["vendor"]),
+                            ("lot", t.get("lot")), ("firmware", firmware.get(serial or ""))):
+            if value and name not in fields:
+                fields[name] = str(value)
     return sorted(parts.values(), key=lambda p: p.ident)
 
 
@@ -142,27 +148,38 @@ def _count(per_port: dict[tuple[str, int | None], int],
         spans[(guid, port)].append((e.first_at, end))
 
 
-def cohorts(store: Store, out: Outcomes) -> Cohorts:
-    """Every cohort of the window's parts, flagged ones first (most significant first)."""
+def cohorts(store: Store, out: Outcomes, transceivers: list[TransceiverRow] | None = None
+            ) -> Cohorts:
+    """Every cohort of the window's parts, flagged ones first (most significant first);
+    `transceivers` as `parts_of` takes them."""
     cfg = out.settings
-    parts = parts_of(store)
+    parts = parts_of(store, transceivers)
     per_port = _incidents(out, store.replacements())
-    for part in parts:
-        part.incidents = max((per_port.get(p, 0) for p in part.ports), default=0)
+    if per_port:  # (a part starts with none)
+        incidents_at = per_port.get
+        for part in parts:
+            part.incidents = max(map(incidents_at, part.ports, repeat(0)), default=0)
     # The parts were watched while nightly runs remembered suspects, not the whole window.
     watched_from = max(out.since, out.first_run) if out.first_run else out.since
     days = max((out.until - watched_from).total_seconds() / 86400, 1e-9)
     hit = [p for p in parts if p.incidents]
     result = Cohorts(round(days, 2), len(parts), len(hit), sum(p.incidents for p in parts))
-    candidates: list[tuple[str, str, list[Part], list[Part]]] = []
+    candidates: list[tuple[str, str, list[Part], _Rest]] = []
     for dim in DIMENSIONS:
-        known = [p for p in parts if dim in p.fields]
-        values = sorted({p.fields[dim] for p in known})
-        if len(values) < 2:
+        # Each value's parts in one pass, and the rest as counts: a list of the rest per value
+        # was most of `report` at 65,536 GPUs (393,216 modules, issue #25).
+        by_value: dict[str, list[Part]] = defaultdict(list)
+        for p in parts:
+            if dim in p.fields:
+                by_value[p.fields[dim]].append(p)
+        if len(by_value) < 2:
             continue  # nothing to compare with
-        for value in values:
-            mine = [p for p in known if p.fields[dim] == value]
-            candidates.append((dim, value, mine, [p for p in known if p.fields[dim] != value]))
+        known = sum(map(len, by_value.values()))
+        known_hit = sum(1 for mine in by_value.values() for p in mine if p.incidents)
+        for value in sorted(by_value):
+            mine = by_value[value]
+            mine_hit = sum(1 for p in mine if p.incidents)
+            candidates.append((dim, value, mine, _Rest(known - len(mine), known_hit - mine_hit)))
     tests = max(1, len(candidates))
     groups = [_cohort(dim, value, mine, rest, days, tests, cfg.cohort_min_incidents,
                       cfg.cohort_min_ratio, cfg.cohort_alpha)
@@ -179,20 +196,28 @@ def cohorts(store: Store, out: Outcomes) -> Cohorts:
     return result
 
 
-def _test(k: int, n: int, rest: list[Part], tests: int, min_incidents: int, min_ratio: float,
+class _Rest(NamedTuple):
+    """The other parts with a known value of a cohort's field: how many, how many with an
+    incident."""
+
+    parts: int
+    with_incident: int
+
+
+def _test(k: int, n: int, rest: _Rest, tests: int, min_incidents: int, min_ratio: float,
           alpha: float) -> tuple[float | None, float | None, float | None, bool]:
     """(rest share, ratio, tail p, flagged)."""
-    if not rest or n == 0:
+    if not rest.parts or n == 0:
         return None, None, None, False
-    k0 = sum(1 for p in rest if p.incidents)
-    p0 = (k0 if k0 else 0.5) / len(rest)
+    k0 = rest.with_incident
+    p0 = (k0 if k0 else 0.5) / rest.parts
     share = k / n
     p = binomial_tail(k, n, p0)
     flagged = k >= min_incidents and share >= min_ratio * p0 and p * tests < alpha
     return p0, share / p0, p, flagged
 
 
-def _cohort(dim: str, value: str, mine: list[Part], rest: list[Part], days: float, tests: int,
+def _cohort(dim: str, value: str, mine: list[Part], rest: _Rest, days: float, tests: int,
             min_incidents: int, min_ratio: float, alpha: float) -> CohortJSON:
     k = sum(1 for p in mine if p.incidents)
     incidents = sum(p.incidents for p in mine)
@@ -212,7 +237,7 @@ def _cohort(dim: str, value: str, mine: list[Part], rest: list[Part], days: floa
     }
 
 
-def _explain(groups: list[CohortJSON], candidates: list[tuple[str, str, list[Part], list[Part]]],
+def _explain(groups: list[CohortJSON], candidates: list[tuple[str, str, list[Part], _Rest]],
              tests: int, min_incidents: int, min_ratio: float, alpha: float) -> None:
     """A flagged broad cohort that is no longer flagged once the parts of the flagged finer
     cohorts inside it are taken out is explained by them."""

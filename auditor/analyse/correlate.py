@@ -523,7 +523,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
                 le.ar_alternatives = ar_alternatives(lk, g, routes)
     return Evidence(fabric, since, until, links, node_events, dead.failed, failed_net,
                     dead.other, unexplained, names, dead.no_logs, watch, events, failed_host,
-                    _host_coverage(rails, facts, links, fabric))
+                    _host_coverage(rails, facts, links, fabric), g)
 
 
 REROUTE_SOURCE = "sm reroute"
@@ -622,8 +622,7 @@ def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuri
         for job in by_host.get(min(hosts), []):
             mine = resolved.get(id(job))
             if mine is None:
-                mine = resolved[id(job)] = {h for h in (resolver.host(x) for x in job["hosts"])
-                                            if h}
+                mine = resolved[id(job)] = {h for h in resolver.each(job["hosts"]) if h}
             if not hosts <= mine:
                 continue
             if first is not None and last is not None:

@@ -69,21 +69,17 @@ def ends_of(fabric: Fabric, link: Link) -> tuple[End, End]:
     return end(link.a_guid, link.a_port), end(link.b_guid, link.b_port)
 
 
-def _tier(fabric: Fabric, link: Link) -> str:
-    for guid in (link.a_guid, link.b_guid):
-        node = fabric.nodes.get(guid)
-        if node is not None and node.node_type == NodeType.HCA:
-            return "host"
-    return "switch"
-
-
 def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> list[Degraded]:
     """Links running narrower or slower than they could: than the port's "Could be" hint, than
     the same link in the previous snapshot (its links), or than most links of their tier (host
     or switch). Asked on every `suspects`, so it does little per link: the usual case is that
     every candidate equals the link's own width and speed."""
     usual: dict[str, tuple[str | None, str | None]] = {}
-    tiers = [_tier(fabric, lk) for lk in fabric.links]
+    # A link's tier: "host" when either end is an HCA (one set lookup per end: 196,608 links
+    # at 65,536 GPUs)
+    hcas = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.HCA}
+    tiers = ["host" if lk.a_guid in hcas or lk.b_guid in hcas else "switch"
+             for lk in fabric.links]
     for tier in ("host", "switch"):
         links = [lk for lk, t in zip(fabric.links, tiers, strict=True) if t == tier]
         widths = Counter(lk.width for lk in links if lk.width)
@@ -104,6 +100,9 @@ def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> li
             hints.setdefault(key, []).append((None, p.could_be_speed, "port could train faster"))
     found = []
     for lk, tier in zip(fabric.links, tiers, strict=True):
+        if ((lk.width, lk.speed) == usual[tier] and not before
+                and (lk.a_guid, lk.a_port) not in hints and (lk.b_guid, lk.b_port) not in hints):
+            continue  # no candidate at all: the usual link (most of them)
         candidates = [*hints.get((lk.a_guid, lk.a_port), ()),
                       *hints.get((lk.b_guid, lk.b_port), ())]
         old = before.get(link_key(lk))

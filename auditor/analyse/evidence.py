@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -21,7 +22,7 @@ from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap
 from auditor.analyse.optics import WatchList
-from auditor.models import Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
+from auditor.models import EdgeKey, Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
 
 if TYPE_CHECKING:
     from auditor.store.rows import EventRow, JobDuringRow
@@ -134,6 +135,9 @@ class Evidence:
     events: list[EventRow] = field(default_factory=list)
     jobs_host: int = 0  # failed jobs killed by their host going away (issue #20)
     hosts: HostCoverage | None = None  # what host evidence the window had
+    # the fabric's graph as the correlation built it: the report's findings ask it again
+    # (building a second one was 0.7 s of `report` at 65,536 GPUs, issue #25)
+    graph: graph.FabricGraph | None = None
 
 
 @dataclass(slots=True)
@@ -178,6 +182,12 @@ class HostResolver:
         self._known[name] = found
         return found
 
+    def each(self, names: Iterable[str | None]) -> list[str | None]:
+        """`host` of each name, in order, the memo read inline: a month of jobs of up to 2,048
+        hosts names hosts millions of times (issue #25)."""
+        known, host = self._known, self.host
+        return [known[n] if n in known else host(n) for n in names]
+
     def _resolve(self, name: str) -> str | None:
         key = name.strip().lower().split("%", 1)[0]  # fe80::...%ib0: the scope is local
         if key.startswith("fe80:"):
@@ -199,7 +209,10 @@ def link_keys(keys: list[tuple[str, int, str, int]]) -> list[LinkKey]:
     return [as_link(k) for k in keys]
 
 
-@lru_cache(maxsize=1 << 17)  # a fabric's links; a month's ranking converts each thousands of times
+# A fabric's links: a month's ranking converts each thousands of times. 2**18 holds the 196,608
+# links of a 65,536-GPU fat tree (2**17 did not: its paths' spine-core links were converted
+# again and again, issue #25).
+@lru_cache(maxsize=1 << 18)
 def as_link(key: tuple[str, int, str, int]) -> LinkKey:
     return link_of([(key[0], key[1]), (key[2], key[3])])
 
@@ -217,6 +230,13 @@ class Cables:
         # looked up before they are converted, not converted to be looked up
         self._flapped_keys = {k for lk in flapped if len(lk) == 2
                               for k in ((*lk[0], *lk[1]), (*lk[1], *lk[0]))}
+        # each node's flapped links as the graph keys them: a leaf's uplinks that flapped are
+        # a few of these, not a filter of its 32-64 uplinks (2,048 leaves at 65,536 GPUs)
+        self._flapped_at: dict[str, dict[EdgeKey, None]] = defaultdict(dict)
+        for k in self._flapped_keys:
+            if k in g.links:
+                self._flapped_at[k[0]][k] = None
+                self._flapped_at[k[2]][k] = None
         self._of: dict[str, tuple[LinkKey, ...]] = {}
         self._hca: dict[str, tuple[tuple[LinkKey, ...], list[str]]] = {}
         self._uplinks: dict[str, tuple[LinkKey, ...]] = {}
@@ -240,11 +260,13 @@ class Cables:
         return found
 
     def uplinks(self, leaf: str) -> tuple[LinkKey, ...]:
-        """A leaf's uplinks that flapped."""
+        """A leaf's uplinks that flapped, as graph.uplinks orders them."""
         found = self._uplinks.get(leaf)
         if found is None:
-            found = self._uplinks[leaf] = tuple(
-                as_link(k) for k in graph.uplinks(self.g, leaf) if k in self._flapped_keys)
+            nodes = self.g.nodes
+            found = self._uplinks[leaf] = tuple(as_link(k) for k in sorted(
+                k for k in self._flapped_at.get(leaf, ())
+                if nodes[k[2] if k[0] == leaf else k[0]]["node_type"] == NodeType.SWITCH))
         return found
 
 
@@ -292,7 +314,7 @@ def jobs_by_host(jobs: list[JobDuringRow], resolver: HostResolver,
         # the last span starting before the job ends must end after the job starts
         if i == 0 or merged[i - 1][1] < start:
             continue
-        for h in job["hosts"]:
-            if (who := resolver.host(h)) is not None:
+        for who in resolver.each(job["hosts"]):
+            if who is not None:
                 by_host[who].append(job)
     return by_host

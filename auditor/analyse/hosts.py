@@ -92,7 +92,7 @@ def host_key(name: str, guid: str, aliases: dict[str, str], names: set[str]) -> 
     a host name. An HCA whose node description was never set reports its model ("MT4123
     ConnectX6   Mellanox Technologies"), which many hosts share: such an HCA is a host of its
     own, keyed by its GUID."""
-    if not name or any(c.isspace() for c in name):
+    if not name or name.split(maxsplit=1) != [name]:  # empty, or any whitespace in it
         return guid
     alias = aliases.get(name.lower())
     return alias if alias is not None and alias in names else name
@@ -113,9 +113,10 @@ def rails(fabric: Fabric, peers: dict[PortKey, PortKey],
     by_guid = {g: host for host, gs in hcas.items() for g in gs}
     linked: set[PortKey] = {k for k in peers if k[0] in by_guid}
     for lk in fabric.links:
-        for key in ((lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)):
-            if key[0] in by_guid:
-                linked.add(key)
+        if lk.a_guid in by_guid:
+            linked.add((lk.a_guid, lk.a_port))
+        if lk.b_guid in by_guid:
+            linked.add((lk.b_guid, lk.b_port))
     ports: dict[str, set[PortKey]] = defaultdict(set)
     for key in linked:
         ports[by_guid[key[0]]].add(key)

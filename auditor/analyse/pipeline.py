@@ -67,13 +67,14 @@ def route_book(store: Store, since: datetime, until: datetime, adaptive: bool
     """The forwarding tables in effect over [since - ROUTES_BEFORE, until] (issue #23): the
     capture in effect at its start and each later one that changed a table, loaded when the
     correlation first asks; None when no tables were stored by `until`."""
-    from auditor.analyse.routing import routes_at
-
     start = since - ROUTES_BEFORE
     first = store.lft_capture_at(start)
     captures = ([first[0]] if first else []) + store.lft_route_changes(start, until)
     if not captures:
         return None
+    # imported only for a fabric with tables: routing and paths import numpy (0.12 s)
+    from auditor.analyse.routing import routes_at
+
     def load(at: datetime, shared: tuple[datetime, Fabric] | None) -> Routes | None:
         if shared is not None and store.snapshot_times(at, limit=1)[:1] == [shared[0]]:
             return routes_at(store, at, shared[1])

@@ -34,13 +34,16 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from auditor import graph
 from auditor.analyse.evidence import link_of
-from auditor.analyse.paths import PortRef, Routes
 from auditor.models import NO_ROUTE, Fabric, LinkKey, NodeType
+
+if TYPE_CHECKING:
+    # paths imports numpy (0.12 s): every `suspects` imports this module, but only a fabric
+    # with forwarding tables loads routes (issue #25)
+    from auditor.analyse.paths import PortRef, Routes
 
 # A night's jobs share hosts and rails: their crossings are asked for again and again.
 _CACHE_MAX = 1 << 16
@@ -154,6 +157,8 @@ def emptied_ports(old: bytes, new: bytes) -> list[int]:
     """The out ports a switch's table sent some DLIDs to before and none now: where the
     subnet manager lost a link (a link coming back takes only part of the others' routes back,
     so the ports it relieves keep some)."""
+    import numpy as np  # here: only forwarding-table changes need it
+
     a = np.frombuffer(old, dtype=np.uint8)
     b = np.frombuffer(new, dtype=np.uint8)
     before = set(np.unique(a).tolist()) - {0, NO_ROUTE}

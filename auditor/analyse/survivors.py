@@ -122,9 +122,14 @@ def _rails(logs: Sequence[JobLogRow], matched: Mapping[int, str],
         if job_id is None:
             continue
         r = out[job_id]
-        for pair in lg["using_hcas"]:
-            if (h := host_of(pair["host"])) is not None:
-                r.using.setdefault(h, set()).add(pair["hca"])
+        # Each host's HCAs first, then the host resolved once: a 2,048-host job's log names
+        # 16,384 pairs (issue #25).
+        devices: dict[str, set[str]] = defaultdict(set)
+        for host, device in zip(lg["using_hosts"], lg["using_devices"], strict=True):
+            devices[host].add(device)
+        for host, named in devices.items():
+            if (h := host_of(host)) is not None:
+                r.using.setdefault(h, set()).update(named)
         r.ib_hca = r.ib_hca or lg["ib_hca"]
         r.versions += [v for v in lg["nccl_versions"] if v not in r.versions]
         for key, value in (("NCCL_IB_TIMEOUT", lg["ib_timeout"]),

@@ -143,13 +143,6 @@ class RunningJobRow(TypedDict):
 JobDuringRow = FinishedJobRow | RunningJobRow
 
 
-class UsingHca(TypedDict):
-    """One (host, HCA) of a job log's `NET/IB : Using` lists."""
-
-    host: str
-    hca: str
-
-
 class LabelledJobLogRow(TypedDict):
     """A job log ingested for a job (job_logs_window.sql): its hosts and times are not read."""
 
@@ -162,7 +155,9 @@ class LabelledJobLogRow(TypedDict):
     nccl_versions: list[str]
     ib_timeout: int | None
     ib_retry_cnt: int | None
-    using_hcas: list[UsingHca]
+    # its `NET/IB : Using` lists' (host, HCA) pairs as two lists in step
+    using_hosts: list[str]
+    using_devices: list[str]
     ib_hca: str | None
 
 
@@ -178,7 +173,8 @@ class UnlabelledJobLogRow(TypedDict):
     nccl_versions: list[str]
     ib_timeout: int | None
     ib_retry_cnt: int | None
-    using_hcas: list[UsingHca]
+    using_hosts: list[str]  # as LabelledJobLogRow's
+    using_devices: list[str]
     ib_hca: str | None
 
 
