@@ -186,22 +186,30 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
             kept.add(n.guid)
         guid = guid or n.guid
         nodes.setdefault(guid, replace(n, guid=guid))
+    # Each distinct GUID resolved once (a switch's repeats on each of its ports and links).
+    resolved = {guid: ident.node(guid) for guid in {p.guid for p in topo.ports}}
     ports = []
     for p in topo.ports:
-        guid = ident.node(p.guid) or p.guid
+        guid = resolved[p.guid] or p.guid
         if guid != p.guid:
             p = replace(p, guid=guid, port_guid=p.port_guid or p.guid)
         ports.append(p)
+    for lk in topo.links:
+        for guid in (lk.a_guid, lk.b_guid):
+            if guid not in resolved:
+                resolved[guid] = ident.node(guid)
     links = []
     unresolved = 0
     for lk in topo.links:
-        a = ident.node(lk.a_guid) or (lk.a_guid if lk.a_guid in kept else None)
-        b = ident.node(lk.b_guid) or (lk.b_guid if lk.b_guid in kept else None)
+        a = resolved[lk.a_guid] or (lk.a_guid if lk.a_guid in kept else None)
+        b = resolved[lk.b_guid] or (lk.b_guid if lk.b_guid in kept else None)
         if a is None or b is None:
             unresolved += 1
             continue
-        ends = sorted([(a, lk.a_port), (b, lk.b_port)])
-        links.append(Link(ends[0][0], ends[0][1], ends[1][0], ends[1][1], lk.width, lk.speed))
+        if (a, lk.a_port) <= (b, lk.b_port):
+            links.append(Link(a, lk.a_port, b, lk.b_port, lk.width, lk.speed))
+        else:
+            links.append(Link(b, lk.b_port, a, lk.a_port, lk.width, lk.speed))
     if unresolved:
         warnings.append(f"{unresolved} link(s) name a peer only by a LID no capture resolves")
     if kept:
@@ -278,8 +286,9 @@ def ingest_files(
     for port_guid, guid, port in store.port_guid_owners(moment):
         ident.learn(port_guid, None, guid, port)
     # Only ibqueryerrors names every port by a GUID: for it, reading the 24,576 LIDs of a
-    # 12,288-link fabric took 10 ms for nothing (#13).
-    if any(item.kind not in ("ibqueryerrors", "lfts") for item in parsed):
+    # 12,288-link fabric took 10 ms for nothing (#13); so does a topology that names no node
+    # by LID (#25).
+    if any(_names_by_lid(item) for item in parsed):
         for lid, guid in store.lid_owners(moment):
             ident.by_lid.setdefault(lid, guid)
     seen: set[str] = set()
@@ -319,6 +328,18 @@ def ingest_files(
             place_unmapped_events(store, snapshot_at, aliases)
             store.refresh_fabric_cache()
     return results
+
+
+def _names_by_lid(item: _Parsed) -> bool:
+    """Whether the capture may name a node by LID alone (`_Identity.node`, `_counter_table`)."""
+    if item.kind in ("ibqueryerrors", "lfts"):
+        return False
+    topo = item.topology
+    if topo is None or item.counters is not None or item.diag is not None:
+        return True
+    return (any(n.guid.startswith(LID_KEY_PREFIX) for n in topo.nodes)
+            or any(lk.a_guid.startswith(LID_KEY_PREFIX) or lk.b_guid.startswith(LID_KEY_PREFIX)
+                   for lk in topo.links))
 
 
 def _meta_of(item: _Parsed, origin: str, at: datetime, explicit: bool

@@ -5,7 +5,6 @@ fabric_cache (the reads it answers: fabric, port_peers, node_names, fabric_links
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from array import array
 from collections.abc import Sequence
@@ -16,8 +15,13 @@ from typing import Any, NamedTuple
 from auditor.models import Fabric, FabricNode, Link, NodeType, Port
 from auditor.store.connection import Connection, duckdb, utc_naive
 
-# the store's logger, whichever of its modules warns
-_log = logging.getLogger("auditor.store")
+
+def _warn(message: str, *args: object) -> None:
+    """A warning on the store's logger, whichever of its modules warns (logging is imported
+    when one is given: 3 ms of every command otherwise, #25)."""
+    import logging
+
+    logging.getLogger("auditor.store").warning(message, *args)
 
 
 # fabric_cache (schema 14, issue #21): the newest snapshot as typed columns whose reading
@@ -230,7 +234,7 @@ class FabricCache(Connection):
             except duckdb.Error as exc:
                 if self._in_transaction:  # the failed statement ended it: nothing to go on with
                     raise
-                _log.warning("%s: the fabric cache cannot be read (%s); the topology tables "
+                _warn("%s: the fabric cache cannot be read (%s); the topology tables "
                              "answer instead", self.path, type(exc).__name__)
                 return None
             if len(rows) == 1 and rows[0][2] == self._topology_fingerprint():
@@ -238,11 +242,11 @@ class FabricCache(Connection):
                 try:
                     self._cached_fabric = _decode_fabric((row[0], row[1], *row[3:]))
                 except _DamagedCacheError as exc:
-                    _log.warning("%s: the fabric cache is damaged (%s); the topology tables "
+                    _warn("%s: the fabric cache is damaged (%s); the topology tables "
                                  "answer instead (slower, the same answers) until the next "
                                  "topology ingest rewrites it", self.path, exc)
             elif len(rows) > 1:
-                _log.warning("%s: the fabric cache holds %d rows, not one; the topology "
+                _warn("%s: the fabric cache holds %d rows, not one; the topology "
                              "tables answer instead", self.path, len(rows))
         return self._cached_fabric
 
