@@ -214,6 +214,9 @@ class Connection:
     def _migrated(self, version: int) -> None:
         """What a subject does once a migration step is applied (inside its transaction)."""
 
+    def _rolled_back(self) -> None:
+        """What a subject forgets when a transaction is rolled back."""
+
     # -- plumbing -----------------------------------------------------------------------------
 
     @contextmanager
@@ -229,6 +232,7 @@ class Connection:
             yield
         except BaseException:
             self._con.execute("rollback")
+            self._rolled_back()
             raise
         finally:
             self._in_transaction = False

@@ -170,6 +170,24 @@ class FabricCache(Connection):
     _fabric_read = False
 
     _cache_due = False
+    # What this open wrote of each snapshot (time -> source -> part -> columns, in the order of
+    # fabric_nodes', fabric_ports' and fabric_links' rows): refresh_fabric_cache encodes a
+    # snapshot that one source of this open wrote alone from these, without reading it back
+    # (issue #25: 0.08 s of fetching rows at 4,096 hosts, and the encoding of strings whose hashes
+    # are already known).
+    _written: dict[datetime, dict[int, dict[str, Columns]]] | None = None
+
+    def _note_written(self, source_id: int, seen_at: datetime, part: str,
+                      columns: Columns) -> None:
+        if self._written is None:
+            self._written = {}
+        parts = self._written.setdefault(utc_naive(seen_at), {}).setdefault(source_id, {})
+        if part in parts:  # written twice by one source: the tables say what it makes
+            parts["twice"] = []
+        parts[part] = columns
+
+    def _rolled_back(self) -> None:
+        self._written = None
 
     def _migrated(self, version: int) -> None:
         # A database from before the cache: build it once, after the last step, whose schema
@@ -210,15 +228,44 @@ class FabricCache(Connection):
             return
         at = utc_naive(times[0])
         prev = utc_naive(times[1]) if len(times) > 1 else None
+        snapshot = self._snapshot_as_written(at)
+        if snapshot is None:
+            snapshot = (self.run("fabric_nodes", seen_at=at),
+                        self.run("fabric_ports", seen_at=at),
+                        self.run("fabric_links", seen_at=at))
         parts = _encode_fabric({
-            "nodes": self.run("fabric_nodes", seen_at=at),
-            "ports": self.run("fabric_ports", seen_at=at),
-            "links": self.run("fabric_links", seen_at=at),
+            "nodes": snapshot[0], "ports": snapshot[1], "links": snapshot[2],
             "peers": self.run("port_peers", until=at), "names": self.run("node_names"),
             "changed": self.run("fabric_links_changed", seen_at=at, prev_at=prev) if prev
             else []})
         self.run("fabric_cache_insert", seen_at=at, prev_at=prev,
                  fingerprint=self._topology_fingerprint(), format=_FABRIC_CACHE_FORMAT, **parts)
+
+    def _snapshot_as_written(self, at: datetime) -> tuple[list[tuple[Any, ...]], ...] | None:
+        """The rows fabric_nodes, fabric_ports and fabric_links would read of the snapshot at
+        `at`, when one source of this open wrote it alone, each of its nodes, ports and links
+        once: then a group is one row, and its aggregates are that row's values. None when the
+        tables must say."""
+        written = (self._written or {}).get(at)
+        self._written = None  # a later refresh reads the tables (and the memory is freed)
+        if written is None or len(written) != 1:
+            return None
+        (source_id, parts), = written.items()
+        if "twice" in parts or [r[0] for r in self.run("snapshot_writers", seen_at=at)] != [
+                source_id]:
+            return None
+        rows = []
+        for part, width, key in (("nodes", 7, 1), ("ports", 10, 2), ("links", 6, 4)):
+            columns = parts.get(part, [[] for _ in range(width)])
+            # one row per group: each node GUID, port and link written once
+            if (len(columns) != width
+                    or len(set(zip(*columns[:key], strict=True))) != len(columns[0])):
+                return None
+            # as the queries order them (by GUID, port; a link by its ends): rows that differ
+            # in their keys never compare the columns after them. UTF-8 text sorts in DuckDB
+            # as in Python, by code point.
+            rows.append(sorted(zip(*columns, strict=True)))
+        return tuple(rows)
 
     def _topology_fingerprint(self) -> str:
         return str(self.run("fabric_fingerprint")[0][0])
