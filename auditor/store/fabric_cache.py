@@ -81,21 +81,33 @@ def _pick(values: list[Any], ids: list[int]) -> Sequence[Any]:
     return [values[i] for i in ids]
 
 
-def _encode_fabric(parts: dict[str, Sequence[tuple[Any, ...]]]) -> dict[str, bytes]:
-    """The lookup lists (as JSON) and every part's index columns, as fabric_cache stores them."""
+def _encode_fabric(parts: dict[str, Columns]) -> dict[str, bytes]:
+    """The lookup lists (as JSON) and every part's index columns, as fabric_cache stores them.
+    Each part comes as its columns (`_as_columns` of a query's rows)."""
     strings: dict[str, int] = {}
     numbers: dict[int, int] = {}
     out: dict[str, bytes] = {}
     for name, kinds in _CACHE_PARTS.items():
-        rows = parts[name]
         ids = array(_U32)
-        for i, kind in enumerate(kinds):
+        for column, kind in zip(parts[name], kinds, strict=True):
             index: dict[Any, int] = strings if kind in (_S, _S0) else numbers
+            # Places are given in the order values are first seen (part, column, row): a
+            # column's distinct values in that order (dict.fromkeys, in C), then one lookup a
+            # cell in C (issue #25: a 4,096-host snapshot is 460,000 cells).
             if kind in (_S, _N):
-                ids.extend(index.setdefault(r[i], len(index)) for r in rows)
+                for value in dict.fromkeys(column):
+                    if value not in index:
+                        index[value] = len(index)
+                ids.extend(map(index.__getitem__, column))
+                continue
+            places: dict[Any, int] = {None: 0}
+            for value in dict.fromkeys(column):
+                if value is not None:
+                    places[value] = index.setdefault(value, len(index)) + 1
+            if len(places) == 1:  # all null (a port's state in ibnetdiscover's snapshot)
+                ids.frombytes(bytes(4 * len(column)))
             else:
-                ids.extend(0 if r[i] is None else index.setdefault(r[i], len(index)) + 1
-                           for r in rows)
+                ids.extend(map(places.__getitem__, column))
         if sys.byteorder == "big":
             ids.byteswap()
         out[name] = ids.tobytes()
@@ -230,22 +242,23 @@ class FabricCache(Connection):
         prev = utc_naive(times[1]) if len(times) > 1 else None
         snapshot = self._snapshot_as_written(at)
         if snapshot is None:
-            snapshot = (self.run("fabric_nodes", seen_at=at),
-                        self.run("fabric_ports", seen_at=at),
-                        self.run("fabric_links", seen_at=at))
+            snapshot = (_as_columns(self.run("fabric_nodes", seen_at=at), 7),
+                        _as_columns(self.run("fabric_ports", seen_at=at), 10),
+                        _as_columns(self.run("fabric_links", seen_at=at), 6))
         parts = _encode_fabric({
             "nodes": snapshot[0], "ports": snapshot[1], "links": snapshot[2],
-            "peers": self.run("port_peers", until=at), "names": self.run("node_names"),
-            "changed": self.run("fabric_links_changed", seen_at=at, prev_at=prev) if prev
-            else []})
+            "peers": _as_columns(self.run("port_peers", until=at), 4),
+            "names": _as_columns(self.run("node_names"), 3),
+            "changed": _as_columns(self.run("fabric_links_changed", seen_at=at, prev_at=prev)
+                                   if prev else [], 6)})
         self.run("fabric_cache_insert", seen_at=at, prev_at=prev,
                  fingerprint=self._topology_fingerprint(), format=_FABRIC_CACHE_FORMAT, **parts)
 
-    def _snapshot_as_written(self, at: datetime) -> tuple[list[tuple[Any, ...]], ...] | None:
-        """The rows fabric_nodes, fabric_ports and fabric_links would read of the snapshot at
-        `at`, when one source of this open wrote it alone, each of its nodes, ports and links
-        once: then a group is one row, and its aggregates are that row's values. None when the
-        tables must say."""
+    def _snapshot_as_written(self, at: datetime) -> tuple[Columns, Columns, Columns] | None:
+        """The columns of what fabric_nodes, fabric_ports and fabric_links would read of the
+        snapshot at `at`, when one source of this open wrote it alone, each of its nodes, ports
+        and links once: then a group is one row, and its aggregates are that row's values. None
+        when the tables must say."""
         written = (self._written or {}).get(at)
         self._written = None  # a later refresh reads the tables (and the memory is freed)
         if written is None or len(written) != 1:
@@ -254,18 +267,20 @@ class FabricCache(Connection):
         if "twice" in parts or [r[0] for r in self.run("snapshot_writers", seen_at=at)] != [
                 source_id]:
             return None
-        rows = []
+        out: list[Columns] = []
         for part, width, key in (("nodes", 7, 1), ("ports", 10, 2), ("links", 6, 4)):
             columns = parts.get(part, [[] for _ in range(width)])
-            # one row per group: each node GUID, port and link written once
-            if (len(columns) != width
-                    or len(set(zip(*columns[:key], strict=True))) != len(columns[0])):
+            if len(columns) != width:
                 return None
-            # as the queries order them (by GUID, port; a link by its ends): rows that differ
-            # in their keys never compare the columns after them. UTF-8 text sorts in DuckDB
-            # as in Python, by code point.
-            rows.append(sorted(zip(*columns, strict=True)))
-        return tuple(rows)
+            keys = list(zip(*columns[:key], strict=True))
+            # one row per group: each node GUID, port and link written once
+            if len(set(keys)) != len(keys):
+                return None
+            # in the queries' order (GUID, port; a link by its ends; the keys are distinct).
+            # UTF-8 text sorts in DuckDB as in Python, by code point.
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            out.append([_pick(list(c), order) for c in columns])
+        return out[0], out[1], out[2]
 
     def _topology_fingerprint(self) -> str:
         return str(self.run("fabric_fingerprint")[0][0])
