@@ -362,3 +362,58 @@ def test_what_a_rolled_back_ingest_wrote_is_forgotten(db: Path, tmp_path: Path) 
         with store.transaction():
             store.add_nodes(1, T1, [])  # nothing to write: nothing noted
         assert store._written is None
+
+
+def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, bytes]:
+    """fabric_cache's format written the plain way (the code before #25): every cell of every
+    part, column by column, row by row, takes the next place when first seen."""
+    import json
+    from array import array
+
+    from auditor.store.fabric_cache import _CACHE_PARTS, _N, _S, _S0
+
+    strings: dict[Any, int] = {}
+    numbers: dict[Any, int] = {}
+    out = {}
+    for name, kinds in _CACHE_PARTS.items():
+        ids = array("I")
+        for i, kind in enumerate(kinds):
+            index = strings if kind in (_S, _S0) else numbers
+            for row in parts[name]:
+                if kind in (_S, _N):
+                    ids.append(index.setdefault(row[i], len(index)))
+                else:
+                    ids.append(0 if row[i] is None else index.setdefault(row[i], len(index)) + 1)
+        if sys.byteorder == "big":
+            ids.byteswap()
+        out[name] = ids.tobytes()
+    out["lookup"] = json.dumps([list(strings), list(numbers)], ensure_ascii=False,
+                               separators=(",", ":")).encode()
+    return out
+
+
+def test_the_encoding_gives_each_value_its_place_where_first_seen() -> None:
+    from auditor.store.fabric_cache import _as_columns, _decode_fabric, _encode_fabric
+
+    widths = {"nodes": 7, "ports": 10, "links": 6, "peers": 4, "names": 3, "changed": 6}
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        "nodes": [("0xb", "switch", "sw b", "sw-b", "MQM8700", None, 7),
+                  ("0xa", "hca", "h a", "h-a", None, None, None)],
+        # a text first seen in a later column, a number shared with nodes, all-null columns
+        "ports": [("0xb", 1, None, 7, None, None, "4X", "HDR", None, None),
+                  ("0xa", 7, "0xa1", None, None, None, "4X", "EDR", None, None),
+                  ("0xb", 2, "sw b", 9, None, None, None, None, None, None)],
+        "links": [("0xa", 7, "0xb", 1, "4X", "HDR")],
+        "peers": [("0xc", 3, "0xa", 7), ("0xb", 1, "0xa", 7)],
+        "names": [("0xc", "gone", "hca")],
+        "changed": [("0xa", 7, "0xb", 1, "2X", None)],
+    }
+    got = _encode_fabric({k: _as_columns(v, widths[k]) for k, v in rows.items()})
+    assert got == _encode_row_by_row(rows)
+    empty = {k: [] for k in rows}
+    assert _encode_fabric({k: _as_columns([], widths[k]) for k in rows}) == _encode_row_by_row(
+        empty)
+    at = T0.replace(tzinfo=None)
+    decoded = _decode_fabric((at, at, 4, got["lookup"], *(got[k] for k in widths)))
+    assert [list(c) for c in decoded.ports] == _as_columns(rows["ports"], 10)
+    assert decoded.changed == rows["changed"]
