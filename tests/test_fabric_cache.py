@@ -18,6 +18,7 @@ import pytest
 
 from auditor import sql
 from auditor.demo import DATA
+from auditor.errors import AuditorError
 from auditor.ingest.captures import ingest_files
 from auditor.models import Fabric
 from auditor.store import Store
@@ -298,3 +299,121 @@ def test_the_links_that_ran_otherwise_before_come_from_the_cache_as_from_the_tab
     _from_tables(db, T1)
     with Store(db, read_only=True) as store:
         assert store.fabric_links_changed(T1, T0) == changed
+
+
+def _cache_parts(db: Path) -> dict[str, Any]:
+    """The fabric_cache row: the snapshot's nodes, ports and links parts as stored, and all of
+    it decoded (port_peers and node_names name no order, so their parts and the places of what
+    only they hold in the lookup lists come in the order the engine gave them)."""
+    from auditor.store.fabric_cache import _decode_fabric
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (row,) = con.execute(sql.load("fabric_cache_get")).fetchall()
+    finally:
+        con.close()
+    return {"nodes": row[5], "ports": row[6], "links": row[7], "fingerprint": row[2],
+            "decoded": _decode_fabric((row[0], row[1], *row[3:]))}
+
+
+TOPOLOGY_FIXTURES = sorted((FIXTURES / "ibnetdiscover").glob("*.txt")) + sorted(
+    (FIXTURES / "iblinkinfo").glob("*.txt"))
+
+
+@pytest.mark.parametrize("capture", TOPOLOGY_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_a_snapshot_one_ingest_wrote_is_cached_as_the_tables_read_it(db: Path,
+                                                                      capture: Path) -> None:
+    """An ingest encodes the snapshot it wrote alone from what it wrote (issue #25); the cache
+    is the one the tables make, byte for byte (the day before's snapshot, other captures, in
+    the database: peers, names and changed links over both)."""
+    with Store(db) as store:
+        ingest_files(store, [FAT_TREE, LINKINFO], at=T0)
+        ingest_files(store, [capture], at=T1)
+        assert store._written is None  # used and let go
+    written = _cache_parts(db)
+    with Store(db) as store, store.transaction():
+        store.refresh_fabric_cache()  # nothing written in this open: from the tables
+    assert _cache_parts(db) == written
+    assert written["decoded"].seen_at == T1.replace(tzinfo=None) and written["nodes"]
+
+
+def test_a_snapshot_two_sources_make_is_cached_from_the_tables(db: Path) -> None:
+    with Store(db) as store:
+        ingest_files(store, [FAT_TREE], at=T0)
+        ingest_files(store, [LINKINFO], at=T0)  # the same snapshot, another source
+        assert store._written is None
+        merged = store.fabric(T0)
+    # what neither capture says alone: ibnetdiscover's port GUIDs, iblinkinfo's port states
+    assert any(p.port_guid for p in merged.ports.values())
+    assert any(p.state for p in merged.ports.values())
+    cached = _cache_parts(db)
+    with Store(db) as store, store.transaction():
+        store.refresh_fabric_cache()
+    assert _cache_parts(db) == cached
+
+
+def test_what_a_rolled_back_ingest_wrote_is_forgotten(db: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("Switch 2 nonsense\n")
+    with Store(db) as store:
+        with pytest.raises(AuditorError):
+            ingest_files(store, [FAT_TREE, bad], kind="ibnetdiscover", at=T0)
+        assert store._written is None
+        with store.transaction():
+            store.add_nodes(1, T1, [])  # nothing to write: nothing noted
+        assert store._written is None
+
+
+def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, bytes]:
+    """fabric_cache's format written the plain way (the code before #25): every cell of every
+    part, column by column, row by row, takes the next place when first seen."""
+    import json
+    from array import array
+
+    from auditor.store.fabric_cache import _CACHE_PARTS, _N, _S, _S0
+
+    strings: dict[Any, int] = {}
+    numbers: dict[Any, int] = {}
+    out = {}
+    for name, kinds in _CACHE_PARTS.items():
+        ids = array("I")
+        for i, kind in enumerate(kinds):
+            index = strings if kind in (_S, _S0) else numbers
+            for row in parts[name]:
+                if kind in (_S, _N):
+                    ids.append(index.setdefault(row[i], len(index)))
+                else:
+                    ids.append(0 if row[i] is None else index.setdefault(row[i], len(index)) + 1)
+        if sys.byteorder == "big":
+            ids.byteswap()
+        out[name] = ids.tobytes()
+    out["lookup"] = json.dumps([list(strings), list(numbers)], ensure_ascii=False,
+                               separators=(",", ":")).encode()
+    return out
+
+
+def test_the_encoding_gives_each_value_its_place_where_first_seen() -> None:
+    from auditor.store.fabric_cache import _as_columns, _decode_fabric, _encode_fabric
+
+    widths = {"nodes": 7, "ports": 10, "links": 6, "peers": 4, "names": 3, "changed": 6}
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        "nodes": [("0xb", "switch", "sw b", "sw-b", "MQM8700", None, 7),
+                  ("0xa", "hca", "h a", "h-a", None, None, None)],
+        # a text first seen in a later column, a number shared with nodes, all-null columns
+        "ports": [("0xb", 1, None, 7, None, None, "4X", "HDR", None, None),
+                  ("0xa", 7, "0xa1", None, None, None, "4X", "EDR", None, None),
+                  ("0xb", 2, "sw b", 9, None, None, None, None, None, None)],
+        "links": [("0xa", 7, "0xb", 1, "4X", "HDR")],
+        "peers": [("0xc", 3, "0xa", 7), ("0xb", 1, "0xa", 7)],
+        "names": [("0xc", "gone", "hca")],
+        "changed": [("0xa", 7, "0xb", 1, "2X", None)],
+    }
+    got = _encode_fabric({k: _as_columns(v, widths[k]) for k, v in rows.items()})
+    assert got == _encode_row_by_row(rows)
+    empty = {k: [] for k in rows}
+    assert _encode_fabric({k: _as_columns([], widths[k]) for k in rows}) == _encode_row_by_row(
+        empty)
+    at = T0.replace(tzinfo=None)
+    decoded = _decode_fabric((at, at, 4, got["lookup"], *(got[k] for k in widths)))
+    assert [list(c) for c in decoded.ports] == _as_columns(rows["ports"], 10)
+    assert decoded.changed == rows["changed"]

@@ -6,6 +6,7 @@ one of them cannot be read or parsed, none is and the store is left as it was.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -185,23 +186,34 @@ def _reconcile(topo: Topology, ident: _Identity, warnings: list[str]) -> Topolog
                 continue  # resolved: the snapshot that knows the LID has the node itself
             kept.add(n.guid)
         guid = guid or n.guid
-        nodes.setdefault(guid, replace(n, guid=guid))
+        if guid not in nodes:
+            nodes[guid] = n if guid == n.guid else replace(n, guid=guid)
+    # Each distinct GUID resolved once (a switch's repeats on each of its ports and links).
+    resolved = {guid: ident.node(guid) for guid in {p.guid for p in topo.ports}}
     ports = []
     for p in topo.ports:
-        guid = ident.node(p.guid) or p.guid
+        guid = resolved[p.guid] or p.guid
         if guid != p.guid:
             p = replace(p, guid=guid, port_guid=p.port_guid or p.guid)
         ports.append(p)
+    for lk in topo.links:
+        for guid in (lk.a_guid, lk.b_guid):
+            if guid not in resolved:
+                resolved[guid] = ident.node(guid)
     links = []
     unresolved = 0
     for lk in topo.links:
-        a = ident.node(lk.a_guid) or (lk.a_guid if lk.a_guid in kept else None)
-        b = ident.node(lk.b_guid) or (lk.b_guid if lk.b_guid in kept else None)
+        a = resolved[lk.a_guid] or (lk.a_guid if lk.a_guid in kept else None)
+        b = resolved[lk.b_guid] or (lk.b_guid if lk.b_guid in kept else None)
         if a is None or b is None:
             unresolved += 1
             continue
-        ends = sorted([(a, lk.a_port), (b, lk.b_port)])
-        links.append(Link(ends[0][0], ends[0][1], ends[1][0], ends[1][1], lk.width, lk.speed))
+        if (a, lk.a_port) <= (b, lk.b_port):
+            # the link as parsed when nothing of it changed (12,288 at 4,096 hosts)
+            links.append(lk if a == lk.a_guid and b == lk.b_guid else
+                         Link(a, lk.a_port, b, lk.b_port, lk.width, lk.speed))
+        else:
+            links.append(Link(b, lk.b_port, a, lk.a_port, lk.width, lk.speed))
     if unresolved:
         warnings.append(f"{unresolved} link(s) name a peer only by a LID no capture resolves")
     if kept:
@@ -266,6 +278,22 @@ def ingest_files(
     The same file ingested again is a no-op, unless it is read as another kind or with another
     node-name map: then it replaces what it stored. A topology snapshot places the port events
     stored before it named their devices (`aliases`: the config's)."""
+    # Parsing and storing a capture make hundreds of thousands of objects and next to no
+    # reference cycles: in a 4,096-host topology ingest the cyclic collector ran 30 times for
+    # 30-40 ms of CPU and freed about 100 objects (issue #25; startup.no_collector says the
+    # same of the ranking). It runs again, as it was, when the ingest is done.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _ingest_files(store, paths, kind, at, origin, node_names, now, aliases)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _ingest_files(store: Store, paths: Sequence[Path], kind: str, at: datetime | None,
+                  origin: str, node_names: dict[str, str] | None, now: datetime | None,
+                  aliases: dict[str, str] | None) -> list[IngestResult]:
     explicit = at is not None
     moment = at or now or datetime.now().astimezone()
     parsed = [parse_file(p, kind) for p in paths]
@@ -278,15 +306,16 @@ def ingest_files(
     for port_guid, guid, port in store.port_guid_owners(moment):
         ident.learn(port_guid, None, guid, port)
     # Only ibqueryerrors names every port by a GUID: for it, reading the 24,576 LIDs of a
-    # 12,288-link fabric took 10 ms for nothing (#13).
-    if any(item.kind not in ("ibqueryerrors", "lfts") for item in parsed):
+    # 12,288-link fabric took 10 ms for nothing (#13); so does a topology that names no node
+    # by LID (#25).
+    if any(_names_by_lid(item) for item in parsed):
         for lid, guid in store.lid_owners(moment):
             ident.by_lid.setdefault(lid, guid)
     seen: set[str] = set()
     snapshot_source: int | None = None
     snapshot_at = moment
     with store.transaction():
-        for item in parsed:
+        for n, item in enumerate(parsed, 1):
             result = IngestResult(item.path, item.kind, "ingested")
             results.append(result)
             item.options = options_key(kind=item.kind, **kinds.kind(item.kind).option_values(
@@ -301,7 +330,7 @@ def ingest_files(
                 continue
             seen.add(item.sha256)
             sid = _store_capture(store, item, ident, result, when, _meta_of(
-                item, origin, when, explicit), node_names or {})
+                item, origin, when, explicit), node_names or {}, more=n < len(parsed))
             if item.topology is not None:
                 if snapshot_source is None:
                     snapshot_source, snapshot_at = sid, when
@@ -321,6 +350,18 @@ def ingest_files(
     return results
 
 
+def _names_by_lid(item: _Parsed) -> bool:
+    """Whether the capture may name a node by LID alone (`_Identity.node`, `_counter_table`)."""
+    if item.kind in ("ibqueryerrors", "lfts"):
+        return False
+    topo = item.topology
+    if topo is None or item.counters is not None or item.diag is not None:
+        return True
+    return (any(n.guid.startswith(LID_KEY_PREFIX) for n in topo.nodes)
+            or any(lk.a_guid.startswith(LID_KEY_PREFIX) or lk.b_guid.startswith(LID_KEY_PREFIX)
+                   for lk in topo.links))
+
+
 def _meta_of(item: _Parsed, origin: str, at: datetime, explicit: bool
              ) -> Callable[[int], SourceMeta]:
     def meta(records: int) -> SourceMeta:
@@ -331,9 +372,10 @@ def _meta_of(item: _Parsed, origin: str, at: datetime, explicit: bool
 
 def _store_capture(store: Store, item: _Parsed, ident: _Identity, result: IngestResult,
                    when: datetime, meta: Callable[[int], SourceMeta],
-                   node_names: dict[str, str]) -> int:
+                   node_names: dict[str, str], more: bool = True) -> int:
     """Store one capture's topology and counters (both, for an ibdiagnet run, under one
-    source, with the rest of the run); returns its source id."""
+    source, with the rest of the run); returns its source id. `more`: captures of the same
+    ingest follow (they may name what this one names by port GUID or LID)."""
     if item.lfts is not None:
         result.records = len(item.lfts.switches)
         sid = store.add_source(meta(result.records))
@@ -349,7 +391,8 @@ def _store_capture(store: Store, item: _Parsed, ident: _Identity, result: Ingest
         topo = _reconcile(item.topology, ident, result.warnings)
         if topo.duplicates:
             topo = guid_clashes.prefer_owners(topo, _owners(store, when, topo))
-        ident.learn_topology(topo)
+        if item.counters is not None or item.diag is not None or more:
+            ident.learn_topology(topo)  # for the readings and captures that follow
         named = _named(topo, node_names)
         result.records = len(topo.nodes) + len(topo.ports) + len(topo.links)
     table = None

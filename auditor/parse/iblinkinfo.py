@@ -101,47 +101,67 @@ class _PortLine:
     line: str = ""
 
 
-def _port_line(guid: str, m: re.Match[str], line_no: int, line: str) -> _PortLine:
-    link = m.group("link")
+# What a port line's link text says: state, physical state, width, speed.
+_LinkState = tuple[str, str, str | None, str | None]
+
+
+class _Memo:
+    """What the port lines of one capture repeat, worked out once each: a 4,096-host capture's
+    24,576 port lines hold a handful of link texts and hint texts and a few thousand peer GUIDs
+    (issue #25)."""
+
+    __slots__ = ("guids", "hints", "links")
+
+    def __init__(self) -> None:
+        self.links: dict[str, _LinkState] = {}
+        self.hints: dict[str, tuple[str | None, str | None]] = {}
+        self.guids: dict[str, str] = {}
+
+
+def _link_state(link: str, line_no: int, line: str) -> _LinkState:
     up = _LINK_UP_RE.match(link)
-    width = speed = could_be_width = could_be_speed = None
     if up is not None:
-        state, phys = up.group("state"), up.group("phys")
-        width = WIDTHS.get(up.group("width"))
-        speed = LANE_SPEEDS.get(up.group("speed"))
-    else:
-        down = _LINK_DOWN_RE.match(link)
-        if down is None:
-            raise ParseError(_KIND, line_no, line, "unrecognised link state")
-        state, phys = down.group("state"), down.group("phys")
-    hints = m.group("hints")
+        return (up.group("state"), up.group("phys"), WIDTHS.get(up.group("width")),
+                LANE_SPEEDS.get(up.group("speed")))
+    down = _LINK_DOWN_RE.match(link)
+    if down is None:
+        raise ParseError(_KIND, line_no, line, "unrecognised link state")
+    return down.group("state"), down.group("phys"), None, None
+
+
+def _could_be(hints: str) -> tuple[str | None, str | None]:
+    could_be_width = could_be_speed = None
+    for hint in _HINT_RE.findall(hints):
+        if hint.endswith("X"):
+            could_be_width = WIDTHS.get(hint)
+        else:
+            could_be_speed = LANE_SPEEDS.get(hint, "FDR10" if hint == "FDR10" else None)
+    return could_be_width, could_be_speed
+
+
+def _port_line(guid: str, m: re.Match[str], line_no: int, line: str, memo: _Memo) -> _PortLine:
+    lid, port, link, peer_guid, peer_lid, peer_port, peer_desc, hints = m.group(
+        "lid", "port", "link", "peer_guid", "peer_lid", "peer_port", "peer_desc", "hints")
+    state = memo.links.get(link)
+    if state is None:
+        state = memo.links[link] = _link_state(link, line_no, line)
+    could_be: tuple[str | None, str | None] = (None, None)
     if hints:
-        for hint in _HINT_RE.findall(hints):
-            if hint.endswith("X"):
-                could_be_width = WIDTHS.get(hint)
-            else:
-                could_be_speed = LANE_SPEEDS.get(hint, "FDR10" if hint == "FDR10" else None)
-    peer_lid = m.group("peer_lid")
-    peer_guid = m.group("peer_guid")
-    # Cut as the node descriptions are, so that a long one still matches its node.
-    peer_desc = m.group("peer_desc")
+        found = memo.hints.get(hints)
+        if found is None:
+            found = memo.hints[hints] = _could_be(hints)
+        could_be = found
+    if peer_guid is not None:
+        peer_guid = memo.guids.get(peer_guid) or memo.guids.setdefault(peer_guid,
+                                                                       norm_guid(peer_guid))
     return _PortLine(
-        guid=guid,
-        port=int(m.group("port")),
-        lid=int(m.group("lid")),
-        state=state,
-        phys_state=phys,
-        width=width,
-        speed=speed,
-        could_be_width=could_be_width,
-        could_be_speed=could_be_speed,
-        peer_guid=norm_guid(peer_guid) if peer_guid is not None else None,
-        peer_lid=int(peer_lid) if peer_lid is not None else None,
-        peer_port=int(m.group("peer_port")) if peer_lid is not None else None,
-        peer_desc=clip(peer_desc, DESCRIPTION_MAX) if peer_desc is not None else None,
-        line_no=line_no,
-        line=line,
-    )
+        guid, int(port), int(lid), state[0], state[1], state[2], state[3], could_be[0],
+        could_be[1], peer_guid,
+        int(peer_lid) if peer_lid is not None else None,
+        int(peer_port) if peer_lid is not None else None,
+        # Cut as the node descriptions are, so that a long one still matches its node.
+        clip(peer_desc, DESCRIPTION_MAX) if peer_desc is not None else None,
+        None, None, line_no, line)
 
 
 @dataclass(slots=True)
@@ -160,6 +180,7 @@ def parse_iblinkinfo(text: str) -> Topology:
     sections = 0
     line_mode_guids: set[str] = set()
     cut: list[tuple[int, str]] = []
+    memo = _Memo()
 
     for line_no, line in enumerate(split_lines(text), 1):
         first = line[:1]
@@ -171,7 +192,7 @@ def parse_iblinkinfo(text: str) -> Topology:
                 if section is None:
                     raise ParseError(_KIND, line_no, line, "CA port line outside a CA section")
                 guid = norm_guid(m.group("guid"))
-                pl = _port_line(guid, m, line_no, line)
+                pl = _port_line(guid, m, line_no, line, memo)
                 pl.port_guid, pl.section = guid, sections
                 if guid not in nodes:
                     nodes[guid] = _NodeInfo(section[0], section[1])
@@ -184,7 +205,7 @@ def parse_iblinkinfo(text: str) -> Topology:
                 raise ParseError(_KIND, line_no, line, "unrecognised port line")
             if section_guid is None:
                 raise ParseError(_KIND, line_no, line, "switch port line outside a Switch section")
-            pl = _port_line(section_guid, m, line_no, line)
+            pl = _port_line(section_guid, m, line_no, line, memo)
             info = nodes[section_guid]
             if info.lid is None:
                 info.lid = pl.lid
@@ -195,7 +216,7 @@ def parse_iblinkinfo(text: str) -> Topology:
             if m is None:
                 raise ParseError(_KIND, line_no, line, "unrecognised --line port line")
             guid = norm_guid(m.group("guid"))
-            pl = _port_line(guid, m, line_no, line)
+            pl = _port_line(guid, m, line_no, line, memo)
             pl.port_guid = guid
             line_info = nodes.get(guid)
             if line_info is None:
@@ -305,18 +326,9 @@ def _build(nodes: dict[str, _NodeInfo], port_lines: list[_PortLine], alias: dict
         is_switch = nodes[pl.guid].node_type is NodeType.SWITCH
         key = (pl.guid, pl.port)
         if key not in ports:
-            ports[key] = Port(
-                guid=pl.guid,
-                port=pl.port,
-                port_guid=None if is_switch else pl.port_guid,
-                lid=pl.lid,
-                state=pl.state,
-                phys_state=pl.phys_state,
-                width=pl.width,
-                speed=pl.speed,
-                could_be_width=pl.could_be_width,
-                could_be_speed=pl.could_be_speed,
-            )
+            ports[key] = Port(pl.guid, pl.port, None if is_switch else pl.port_guid, pl.lid,
+                              pl.state, pl.phys_state, pl.width, pl.speed, pl.could_be_width,
+                              pl.could_be_speed)
         if pl.peer_lid is None or pl.peer_port is None:
             continue
         peer = alias.get(pl.peer_guid, pl.peer_guid) if pl.peer_guid else None

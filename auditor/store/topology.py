@@ -19,39 +19,49 @@ class TopologyQueries(FabricCache):
         if not nodes:
             return
         self._fabric_read = False
-        self._insert("nodes_insert", "node_batch", source_id, seen_at, {}, {
+        columns: dict[str, Sequence[object]] = {
             "guid": [n.guid for n in nodes],
             "node_type": [str(n.node_type) for n in nodes],
             "description": [n.description for n in nodes],
             "name": [n.name for n in nodes],
             "model": [n.model for n in nodes],
             "device": [n.device for n in nodes],
-            "lid": [n.lid for n in nodes]})
+            "lid": [n.lid for n in nodes]}
+        self._insert("nodes_insert", "node_batch", source_id, seen_at, {}, columns)
+        self._note_written(source_id, seen_at, "nodes", list(columns.values()))
 
     def add_ports(self, source_id: int, seen_at: datetime, ports: Sequence[Port]) -> None:
         if not ports:
             return
         self._fabric_read = False
-        self._insert("ports_insert", "port_batch", source_id, seen_at,
-                     {"port": [p.port for p in ports]}, {
-                         "guid": [p.guid for p in ports],
-                         "port_guid": [p.port_guid for p in ports],
-                         "lid": [p.lid for p in ports],
-                         "state": [p.state for p in ports],
-                         "phys_state": [p.phys_state for p in ports],
-                         "width": [p.width for p in ports],
-                         "speed": [p.speed for p in ports],
-                         "could_be_width": [p.could_be_width for p in ports],
-                         "could_be_speed": [p.could_be_speed for p in ports]})
+        numbers = [p.port for p in ports]
+        columns: dict[str, Sequence[object]] = {
+            "guid": [p.guid for p in ports],
+            "port_guid": [p.port_guid for p in ports],
+            "lid": [p.lid for p in ports],
+            "state": [p.state for p in ports],
+            "phys_state": [p.phys_state for p in ports],
+            "width": [p.width for p in ports],
+            "speed": [p.speed for p in ports],
+            "could_be_width": [p.could_be_width for p in ports],
+            "could_be_speed": [p.could_be_speed for p in ports]}
+        self._insert("ports_insert", "port_batch", source_id, seen_at, {"port": numbers}, columns)
+        guids, *rest = columns.values()
+        self._note_written(source_id, seen_at, "ports", [guids, numbers, *rest])
 
     def add_links(self, source_id: int, seen_at: datetime, links: Sequence[Link]) -> None:
         if not links:
             return
         self._fabric_read = False
-        self._insert("links_insert", "link_batch", source_id, seen_at,
-                     {"a_port": [lk.a_port for lk in links], "b_port": [lk.b_port for lk in links]},
-                     {"a_guid": [lk.a_guid for lk in links], "b_guid": [lk.b_guid for lk in links],
-                      "width": [lk.width for lk in links], "speed": [lk.speed for lk in links]})
+        ints: dict[str, Sequence[int]] = {"a_port": [lk.a_port for lk in links],
+                                          "b_port": [lk.b_port for lk in links]}
+        columns: dict[str, Sequence[object]] = {
+            "a_guid": [lk.a_guid for lk in links], "b_guid": [lk.b_guid for lk in links],
+            "width": [lk.width for lk in links], "speed": [lk.speed for lk in links]}
+        self._insert("links_insert", "link_batch", source_id, seen_at, ints, columns)
+        self._note_written(source_id, seen_at, "links", [
+            columns["a_guid"], ints["a_port"], columns["b_guid"], ints["b_port"],
+            columns["width"], columns["speed"]])
 
     def _insert(self, query: str, batch: str, source_id: int, seen_at: datetime,
                 ints: dict[str, Sequence[int]], objects: dict[str, Sequence[object]]) -> None:
