@@ -35,11 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.optics import (
     Finding,
-    History,
     Module,
     Watch,
     WatchList,
-    histories,
+    port_reader,
     watch_list,
 )
 from auditor.config import OpticsSettings
@@ -161,17 +160,9 @@ def _watch(e: WatchEntryRow) -> Watch:
 
 def _stored(store: Store, run: WatchListRunRow) -> WatchList:
     since, until = run["since"], run["until"]
-
-    def port_histories(guid: str, port: int) -> list[History]:
-        # The same histories `watch_list` builds (a module's history is its own readings
-        # only), for the modules whose newest placement is this port.
-        hs = histories(store.optics_daily_at_port(since, until, guid, port),
-                       store.optics_thresholds_at_port(since, until, guid, port), since.date())
-        return [h for h in hs.values() if h.module.guid == guid and h.module.port == port]
-
     return WatchList(since, until, run["modules"], [_watch(e) for e in store.watch_list_entries()],
                      computed_at=run["computed_at"], precomputed=True,
-                     port_histories=port_histories)
+                     port_histories=port_reader(store, since, until))
 
 
 __all__ = ["current", "refresh", "settings_key"]
