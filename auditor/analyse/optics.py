@@ -59,6 +59,7 @@ from auditor.store import Store
 
 if TYPE_CHECKING:
     from array import array
+    from concurrent.futures import Future
 
     import numpy.typing as npt
 
@@ -604,8 +605,10 @@ def histories_of(modules: Sequence[OpticsModuleRow], columns: dict[str, Any],
             h.lanes[n][lq] = ser
             if (fit := fits.get(i)) is not None:
                 h.fits[(n, lq)] = fit
-    counted = np.bincount(np.unique(np.concatenate(seen)) // width, minlength=len(histories))
-    for h, count in zip(histories, counted.tolist(), strict=True):
+    counted = np.zeros((len(histories), width), dtype=bool)
+    for at in seen:
+        counted.flat[at] = True
+    for h, count in zip(histories, counted.sum(axis=1).tolist(), strict=True):
         h.day_count = count
     for t in limits:
         found = out.get((t["device"], t["port_name"], t["serial_number"]))
@@ -639,20 +642,19 @@ def buckets(devices: Sequence[tuple[str, int]], size: int = BUCKET_MODULES
     return out
 
 
-def _limits_between(store: Store, *, until: datetime, first: str, last: str
-                    ) -> list[OpticsThresholdRow]:
-    return store.optics_thresholds_between(until, first, last)
+def _reads(store: Store, *, since: datetime, until: datetime, first: str, last: str
+           ) -> tuple[list[OpticsModuleRow], dict[str, Any], list[OpticsThresholdRow]]:
+    """What a bucket's histories are made of: its modules, lane readings and limits."""
+    return (store.optics_modules_between(since, until, first, last),
+            store.optics_lane_days(since, until, first, last),
+            store.optics_thresholds_between(until, first, last))
 
 
 def _bucket(store: Store, since: datetime, until: datetime, cfg: OpticsSettings, first: str,
             last: str) -> dict[ModuleKey, History]:
     """The fitted histories of the modules of the devices from `first` to `last`."""
-    # The limits are read meanwhile on a second connection (DuckDB runs without the GIL).
-    pending = store.in_background(partial(_limits_between, until=until, first=first,
-                                          last=last))
-    modules = store.optics_modules_between(since, until, first, last)
-    columns = store.optics_lane_days(since, until, first, last)
-    return histories_of(modules, columns, pending.result(), since.date(), cfg)
+    return histories_of(*_reads(store, since=since, until=until, first=first, last=last),
+                        since.date(), cfg)
 
 
 @contextmanager
@@ -704,9 +706,22 @@ def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettin
     done = Assessment(cfg, peers, names,
                       store.optics_ports_read(since, until) if len(runs) > 1 else None)
     kept: dict[ModuleKey, History] = {}
+
+    def read(run: tuple[str, str]) -> Future[tuple[list[OpticsModuleRow], dict[str, Any],
+                                                   list[OpticsThresholdRow]]]:
+        # On a second connection (DuckDB runs without the GIL): the next bucket is read while
+        # this one is assessed (inside a transaction, here and now).
+        return store.in_background(partial(_reads, since=since, until=until, first=run[0],
+                                           last=run[1]))
+
+    pending = read(runs[0])
     with _no_cycle_collection():
-        for first, last in runs:
-            hs = _bucket(store, since, until, cfg, first, last)
+        for k in range(len(runs)):
+            modules, columns, limits = pending.result()
+            if k + 1 < len(runs):
+                pending = read(runs[k + 1])
+            hs = histories_of(modules, columns, limits, since.date(), cfg)
+            del modules, columns, limits
             done.add(hs)
             if len(runs) == 1:
                 kept = hs
@@ -751,6 +766,14 @@ def _due(days: float) -> str:
     return "within a day" if days < 1 else f"in about {days:.0f} days"
 
 
+def _outside(level: float, t: Thresholds) -> bool:
+    """Whether a level is past any of the limits (`_past` of each of `_limits`)."""
+    return ((t.low_warning is not None and level < t.low_warning)
+            or (t.low_alarm is not None and level < t.low_alarm)
+            or (t.high_warning is not None and level > t.high_warning)
+            or (t.high_alarm is not None and level > t.high_alarm))
+
+
 def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> list[Finding]:
     """Toward the module's own thresholds; past the warning with or without a trend."""
     series = h.series(lane, quantity)
@@ -759,6 +782,8 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
         return []
     t = h.thresholds.get(quantity)
     fit = significant(h.fit(lane, quantity), quantity, cfg)
+    if t is None or (fit is None and not _outside(level, t)):
+        return []  # no limits, or no trend and inside them: most series, said quickly
     what = _what(lane, quantity)
     out: list[Finding] = []
     for low in (True, False):
@@ -804,10 +829,17 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
     return out
 
 
-def siblings(h: History, lane: int, cfg: OpticsSettings) -> list[Finding]:
-    """This lane's Rx power several dB below the median of the module's other lanes."""
-    levels = {n: lv for n, q in h.lanes.items()
-              if (lv := recent(q.get("rx_power_dbm", []))) is not None}
+def rx_levels(h: History) -> dict[int, float]:
+    """Each lane's Rx power now (`recent`), the lanes that have one."""
+    return {n: lv for n, q in h.lanes.items()
+            if (lv := recent(q.get("rx_power_dbm", []))) is not None}
+
+
+def siblings(h: History, lane: int, cfg: OpticsSettings,
+             levels: dict[int, float] | None = None) -> list[Finding]:
+    """This lane's Rx power several dB below the median of the module's other lanes
+    (`levels`: `rx_levels(h)`, when the caller has them)."""
+    levels = rx_levels(h) if levels is None else levels
     if lane not in levels or len(levels) < 3:
         return []
     others = median(v for n, v in levels.items() if n != lane)
@@ -1048,11 +1080,12 @@ class Assessment:
             for q in MODULE_QUANTITIES:
                 own += drift(h, None, q, cfg)
             lanes: list[tuple[int, list[Finding], list[Finding]]] = []
+            rx_now = rx_levels(h)
             for lane in sorted(h.lanes):
                 before: list[Finding] = []
                 for q in LANE_QUANTITIES:
                     before += drift(h, lane, q, cfg)
-                before += siblings(h, lane, cfg)
+                before += siblings(h, lane, cfg, rx_now)
                 lanes.append((lane, before, laser_ageing(h, lane, cfg)))
             self.pending[h.module.key] = _Pending(h.module, h.days, h.last_at, peer, peer_name,
                                                   own, lanes)

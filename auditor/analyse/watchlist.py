@@ -64,7 +64,9 @@ def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
             peers: dict[PortKey, PortKey] | None = None,
             names: dict[str, tuple[str, str]] | None = None) -> WatchList:
     """Compute the watch list of the readings in [since, until] (naive UTC) and store it in
-    place of the one before (call inside a transaction: the store is written)."""
+    place of the one before, in a transaction (the caller's, if it holds one). Called outside
+    one, the list's readings are read on a second connection while the buckets before are
+    assessed (`watch_list`); nothing else writes meanwhile (DuckDB: one writing process)."""
     since, until = utc_naive(since), utc_naive(until)
     began, t = _now(), time.perf_counter()
     seen = store.optics_fingerprint(since, until)
@@ -74,7 +76,8 @@ def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
         "until": until, "readings": seen["readings"], "newest_read_at": seen["newest_read_at"],
         "newest_source_id": seen["newest_source_id"], "settings": settings_key(cfg),
         "modules": wl.modules}
-    store.store_watch_list(run, [_entry(i, w) for i, w in enumerate(wl.watches, 1)])
+    with store.transaction():
+        store.store_watch_list(run, [_entry(i, w) for i, w in enumerate(wl.watches, 1)])
     wl.computed_at, wl.precomputed = began, True
     return wl
 
