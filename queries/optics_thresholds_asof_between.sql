@@ -1,12 +1,14 @@
 -- `optics_thresholds_asof` for the modules of the devices from $first to $last (a bucket of
--- the watch list, issue #25): the newest row's limits (null ones included, `arg_max_null`), as
--- an aggregate: half the time of numbering every row with a window.
-select device, port_name, serial_number, quantity,
-       arg_max_null(low_alarm, (read_at, source_id)) as low_alarm,
-       arg_max_null(low_warning, (read_at, source_id)) as low_warning,
-       arg_max_null(high_warning, (read_at, source_id)) as high_warning,
-       arg_max_null(high_alarm, (read_at, source_id)) as high_alarm
-from optics_thresholds
-where read_at <= $until and device >= $first and device <= $last
-group by device, port_name, serial_number, quantity
+-- the watch list, issue #25): the newest row's limits, null ones included, as one aggregate
+-- of a struct (a window numbering every row took twice the time, four `arg_max_null` of a
+-- column each half again).
+select device, port_name, serial_number, quantity, t.low_alarm, t.low_warning, t.high_warning,
+       t.high_alarm
+from (select device, port_name, serial_number, quantity,
+             arg_max_null({'low_alarm': low_alarm, 'low_warning': low_warning,
+                           'high_warning': high_warning, 'high_alarm': high_alarm},
+                          (read_at, source_id)) as t
+      from optics_thresholds
+      where read_at <= $until and device >= $first and device <= $last
+      group by device, port_name, serial_number, quantity)
 order by device, port_name, serial_number, quantity;
