@@ -32,6 +32,14 @@ as a trend when it is `noise_ratio` times the residuals' own scatter (1.4826 x t
 robust standard deviation) and above a floor per quantity (quantisation and calibration
 wobble). "Any trend on a link that flapped" is a watch of at least FLAPPED_MIN (not a lone
 cohort outlier).
+
+The list is computed a bucket of whole devices at a time (issue #25: every module's history at
+once took more than 9 GB at 65,536 modules x 30 days): a bucket's readings come from the store
+as numpy columns, their daily medians, series and fits are laid out in numpy (`histories_of`,
+the same histories `histories` and `fit_all` make of DuckDB's own daily medians), and the rules
+of one module's own history run there (`Assessment.add`). What needs other modules waits for
+the end (`Assessment.finish`): the cohort (a few levels a module) and the link budget (the Rx
+and Tx series of the modules whose far end was read).
 """
 
 from __future__ import annotations
