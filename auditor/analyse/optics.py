@@ -1110,13 +1110,16 @@ class Assessment:
                              key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
             found: dict[int | None, list[Finding]] = {None: p.own + by_cohort.get((key, None), [])}
             side = self.tx_at.get(p.peer) if p.peer is not None else None
-            mine = History(p.module, since.date(), p.last_at,
-                           lanes=_expand(self.rx.get(key, {}), "rx_power_dbm"))
-            theirs = None if side is None else History(
-                side[1], since.date(), side[0], lanes=_expand(side[2], "tx_power_dbm"))
+            mine = theirs = None
+            if side is not None:  # else the link budget has nothing to compare
+                mine = History(p.module, since.date(), p.last_at,
+                               lanes=_expand(self.rx.get(key, {}), "rx_power_dbm"))
+                theirs = History(side[1], since.date(), side[0],
+                                 lanes=_expand(side[2], "tx_power_dbm"))
             for lane, before, after in p.lanes:
-                found[lane] = (before + link_budget(mine, lane, theirs, p.peer_name, cfg)
-                               + after + by_cohort.get((key, lane), []))
+                budget = [] if mine is None else link_budget(mine, lane, theirs, p.peer_name,
+                                                             cfg)
+                found[lane] = before + budget + after + by_cohort.get((key, lane), [])
             for lane_key, findings in found.items():
                 if findings:
                     watches.append(Watch(p.module, lane_key, findings, p.days, p.last_at, p.peer,
