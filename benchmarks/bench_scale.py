@@ -13,13 +13,16 @@ Targets: (e) under 1 s for 24 h and under 5 s for 30 d; any command under 2 GB. 
 
     python benchmarks/bench_scale.py [--days 30] [--keep DIR] [--json OUT]
     python benchmarks/bench_scale.py --gpus 65536 --keep /work/scale65k [--days 30]
-                                     [--sample-days N]
+                                     [--sample-days N] [--optics]
 
 --gpus 65536 (issue #25) is the full three-tier fat tree of 64-port switches: 8,192 hosts x 8
 rails, 2,048 leaves, 2,048 spines, 1,024 cores, 196,608 links. Every file is ingested by its own
 `auditor ingest` process, as an operator would, each measured (wall, CPU, peak memory) beside a
 DuckDB baseline of the same run; then suspects 24 h / whole window and report 24 h, the
 database's growth, and recall@K / false blames of the ranking against the generated truth.
+With --optics, every host module's `ethtool -m` once a day as well (parsed by the ethtool-module
+kind the sweep runs, stored as the sweep stores it), and `watch-list --refresh` (the nightly's
+precomputation of the watch list) and `watch-list` timed on them before the commands.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
 from auditor.ingest.logs import ingest_logs
 from auditor.parse.ibnetdiscover import parse_ibnetdiscover
-from auditor.simulate.scenario import GroundTruth, generate
+from auditor.simulate.scenario import GroundTruth, Scenario, generate, write_scenario
 from auditor.store import Store
 
 START = datetime(2026, 10, 31, tzinfo=UTC)
@@ -66,9 +69,7 @@ def generate_65k(scen: Path, days: float) -> GroundTruth:
     """The 65,536-GPU scenario (the scenario's fault counts scale with the links: about one
     faulty cable per 1,000 links), its error counters every 12 h (merged into full snapshots
     by `full_snapshot_65k`)."""
-    return generate(scen, seed=42, days=days, start=START, snapshot_every_h=12.0,
-                    job_sizes=JOB_SIZES_65K, host_reboots=round(HOST_REBOOTS_PER_DAY * days),
-                    **TIER3)
+    return write_scenario(scen, scenario_65k(days))
 
 
 def read_lines(paths: list[Path]) -> tuple[int, float]:
@@ -238,6 +239,63 @@ def _iso(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def scenario_65k(days: float) -> Scenario:
+    """The Scenario `generate_65k` writes (the same seed, fabric and streams)."""
+    return Scenario(seed=42, days=days, start=START, snapshot_every_h=12.0,
+                    job_sizes=JOB_SIZES_65K, host_reboots=round(HOST_REBOOTS_PER_DAY * days),
+                    **TIER3)
+
+
+def write_optics(db: Path, sc: Scenario) -> tuple[int, int]:
+    """--optics: every host module's diagnostics once a day, as a nightly sweep with
+    `[sweep] optics` leaves them. The modules are the scenario's healthy ones
+    (auditor.simulate.scenario.optics: levels, daily scatter, dirt, weak lanes, airflow), each
+    reading printed as `ethtool -m` text (`ethtool_m`) and parsed back by the kind the sweep
+    runs (ethtool-module), placed on the newest topology snapshot and stored one source per
+    host and day (auditor/ops/hosts.py `optics`). In process: 65,536 `auditor ingest`
+    processes a day are not what a site runs. The readings and the sources written."""
+    import hashlib
+    import random
+
+    from auditor.ingest.optics import fabric_at, parse_optics, place
+    from auditor.simulate.scenario.fabric import _build_fabric
+    from auditor.simulate.scenario.optics import DAY, READ_AT, READ_SPREAD, _healthy, ethtool_m
+    from auditor.simulate.scenario.optics import read as read_module
+    from auditor.store.meta import SourceMeta
+
+    def stream(part: str) -> random.Random:  # as write_scenario and plan_ageing name them
+        return random.Random(f"{sc.seed}:{part}")
+
+    fab = _build_fabric(sc, stream("fabric"))
+    modules = [_healthy(sc, i, stream(f"optics-module:{i}")) for i in range(len(fab.hcas))]
+    reading_rng = [stream(f"optics-reading:{i}") for i in range(len(fab.hcas))]
+    total = sources = 0
+    for day in range(int(sc.days)):
+        with Store(db) as store, store.transaction():
+            at = START + timedelta(seconds=day * DAY + READ_AT)
+            pm = fabric_at(store, at + timedelta(seconds=READ_SPREAD), {})
+            for host, hcas in enumerate(fab.host_hcas):
+                # The sweep reaches the hosts one after another: one moment per host.
+                t = day * DAY + READ_AT + READ_SPREAD * host / len(fab.host_hcas)
+                moment = START + timedelta(seconds=t)
+                texts = [ethtool_m(read_module(sc, fab, modules[i], t, reading_rng[i]))
+                         for i in hcas]
+                readings = [r for i, text in zip(hcas, texts, strict=True)
+                            for r in parse_optics("ethtool-module", text, fab.hosts[host],
+                                                  moment, f"{fab.hcas[i].device}/1")]
+                body = "\n".join(texts)
+                placed, why = place(pm, readings)
+                sid = store.add_source(SourceMeta(
+                    "ethtool-module", f"ssh://{fab.hosts[host]}/ethtool-module",
+                    hashlib.sha256(body.encode()).hexdigest(), fab.hosts[host], moment, True,
+                    body.count("\n") + 1, 0, len(readings)))
+                store.add_optics(sid, readings, placed)
+                store.add_issues(sid, [(reason, n, None, None) for reason, n in why.items()])
+                total += len(readings)
+                sources += 1
+    return total, sources
+
+
 def run_65k(args: argparse.Namespace) -> dict[str, Any]:
     """Generate (or reuse) the 65,536-GPU scenario under --keep, ingest everything as an
     operator would (one `auditor ingest` per capture), then time the commands; the ranking
@@ -358,6 +416,22 @@ def run_65k(args: argparse.Namespace) -> dict[str, Any]:
     growth.append(("+ sacct, job logs, site files, Slurm events", run.size()))
 
     end = _iso(START + timedelta(days=days))
+    if args.optics:
+        # Daily diagnostics of every host module, then the nightly's precomputation of the
+        # watch list (issue #25), before the commands: they read it, as after a nightly run.
+        print("optics (every host module once a day, ethtool -m as the sweep reads it):")
+        t, c = time.perf_counter(), time.process_time()
+        total, sources = write_optics(db, scenario_65k(days))
+        print(f"  {total:,} module readings, {sources:,} sources, written in "
+              f"{time.perf_counter() - t:.0f} s ({time.process_time() - c:.0f} s CPU)",
+              flush=True)
+        growth.append(("+ daily optics of every host module", run.size()))
+        figures["watch_list_refresh"] = run.auditor(
+            "watch-list --refresh (the nightly's precomputation)", "watch-list", "--refresh",
+            "--since", f"{days:g}d", "--until", end, "--format", "json")
+        figures["watch_list_read"] = run.auditor(
+            "watch-list (reading it)", "watch-list", "--since", f"{days:g}d", "--until", end,
+            "--format", "json")
     print("commands:")
     figures["count_baseline"] = run.process("baseline: DuckDB count of every table",
                                             [sys.executable, "-c", _COUNT_TABLES, str(db)])
@@ -411,6 +485,9 @@ def main() -> None:
                     "(needs --keep: its files and database stay there, several GB)")
     ap.add_argument("--sample-days", type=int, help="--gpus 65536: topology and counter "
                     "snapshots of the last N days only (and the first), to fit a short run")
+    ap.add_argument("--optics", action="store_true", help="--gpus 65536: also every host "
+                    "module's transceiver diagnostics once a day (ethtool -m, 65,536 a day), "
+                    "and the watch list's nightly precomputation timed on them")
     args = ap.parse_args()
     if args.gpus:
         if args.keep is None:

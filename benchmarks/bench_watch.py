@@ -5,19 +5,24 @@ own writer (`Store.add_optics`, one source per day as a nightly sweep leaves: ev
 temperature, Vcc, 4 lanes of Tx bias, Tx and Rx power, and its alarm and warning limits, the
 limits of a real Mellanox SR4 module as `auditor.simulate.scenario.optics` uses), healthy
 modules with daily scatter, and some that drift, have a weak lane or run warm, then measures:
-  - the precomputation (`auditor.analyse.watchlist.refresh`: what the nightly runs), in process;
+  - the precomputation (`auditor.analyse.watchlist.refresh`: what the nightly runs), in process,
+    and as a whole process (`auditor watch-list --refresh`: its wall and CPU time and peak
+    memory); with `--before CHECKOUT` the same process with the code of that checkout (the
+    baseline of the same run: the code before a change);
   - baseline: the same list computed on demand (`auditor.analyse.optics.watch_list`: what
     every `suspects`, `report` and `watch-list` paid before), in process, same run;
   - `auditor watch-list` as a whole process reading the precomputation, and before it
     `python -c pass` and the same command with no precomputation (computed on demand);
   - that the stored list equals the one computed on demand.
-Targets (issue #25): `watch-list` <= 1 s whole process; the precomputation <= 60 s at 65,536
-modules x 30 days. The modules carry synthetic GUIDs and no topology (no peers: the link
-budget rule has nothing to compare, as in the scenarios, whose switch ends are not read).
+Targets (issue #25): `watch-list` <= 1 s whole process; the precomputation <= 60 s and <= 2 GB
+(whole process) at 65,536 modules x 30 days. The modules carry synthetic GUIDs and no topology
+(no peers: the link budget rule has nothing to compare, as in the scenarios, whose switch ends
+are not read).
 Not a test.
 
     python benchmarks/bench_watch.py [--modules 4096] [--days 30] [--keep DB] [--json OUT]
-                                     [--repeat 3] [--no-baseline]
+                                     [--repeat 3] [--no-baseline] [--before CHECKOUT]
+                                     [--cap-gb GB]
 """
 
 from __future__ import annotations
@@ -110,21 +115,34 @@ def build(db: Path, modules: int, days: int) -> tuple[datetime, float]:
 
 
 _MEASURE = """
-import os, subprocess, sys, time
+import os, resource, subprocess, sys, time
+cap = int(sys.argv[1])
+def limit():
+    if cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 t = time.perf_counter()
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     preexec_fn=limit)
 _, status, usage = os.wait4(p.pid, 0)
 print(time.perf_counter() - t, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
       os.waitstatus_to_exitcode(status))
 """
+CAP = 0  # bytes of address space a measured process may take (0: no cap; --cap-gb)
 
 
-def whole(*argv: str) -> tuple[float, float, float]:
-    """Wall time, CPU time (user + system) and peak memory (MB) of a whole process."""
-    out = subprocess.run([sys.executable, "-c", _MEASURE, *argv], capture_output=True,
-                         text=True, check=True)
+def whole(*argv: str, code: Path | None = None, may_fail: bool = False
+          ) -> tuple[float, float, float]:
+    """Wall time, CPU time (user + system) and peak memory (MB) of a whole process (`code`: a
+    checkout whose `auditor` it runs); with `may_fail`, a failed process's figures with a
+    negative wall time."""
+    env = None if code is None else dict(os.environ, PYTHONPATH=str(code.resolve()))
+    # `python -m` puts the working directory first on the path: the checkout's own.
+    out = subprocess.run([sys.executable, "-c", _MEASURE, str(CAP), *argv],
+                         capture_output=True, text=True, check=True, env=env, cwd=code)
     took, cpu, rss_kb, code = out.stdout.split()
     if int(code) != 0:
+        if may_fail:
+            return -float(took), float(cpu), int(rss_kb) / 1024
         sys.exit(f"{' '.join(argv)} failed with {code}")
     return float(took), float(cpu), int(rss_kb) / 1024
 
@@ -145,7 +163,16 @@ def main() -> None:
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the on-demand runs (at 65,536 modules each is the precomputation "
                     "again): the precomputation, its peak memory and the read")
+    ap.add_argument("--before", type=Path, metavar="CHECKOUT",
+                    help="also time `watch-list --refresh` as a whole process with the code of "
+                    "another checkout (e.g. a worktree of the commit before a change): the "
+                    "baseline of the same run")
+    ap.add_argument("--cap-gb", type=float, default=0.0,
+                    help="cap each measured process's address space (GB; a run over it fails "
+                    "and is reported as such, so as not to starve the machine)")
     args = ap.parse_args()
+    global CAP
+    CAP = int(args.cap_gb * 2**30)
     from auditor.analyse.watchlist import refresh
 
     cfg = OpticsSettings()
@@ -177,12 +204,22 @@ def main() -> None:
                 figures["on_demand_s"] = time.perf_counter() - t
                 figures["on_demand_cpu_s"] = time.process_time() - c
             t, c = time.perf_counter(), time.process_time()
-            with store.transaction():
-                fresh = refresh(store, since, until, cfg)
+            fresh = refresh(store, since, until, cfg)  # as the nightly: its own transaction
             figures["precompute_s"] = time.perf_counter() - t
             figures["precompute_cpu_s"] = time.process_time() - c
         # this process's peak: the precomputation (and the on-demand run before it)
         figures["precompute_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # The precomputation as the nightly runs it, a whole process (`watch-list --refresh`
+        # stores what the nightly's step stores); before it, the same with the code of before.
+        refresh_argv = [sys.executable, "-m", "auditor", "--db", str(db.resolve()), "watch-list",
+                        "--refresh", "--since", f"{cfg.history_days:g}d", "--until",
+                        until.isoformat(), "--format", "json"]
+        if args.before:
+            (figures["before_refresh_process_s"], figures["before_refresh_process_cpu_s"],
+             figures["before_refresh_rss_mb"]) = whole(*refresh_argv, code=args.before,
+                                                       may_fail=True)
+        (figures["refresh_process_s"], figures["refresh_process_cpu_s"],
+         figures["refresh_rss_mb"]) = whole(*refresh_argv)
         (figures["watch_list_process_s"], figures["watch_list_process_cpu_s"],
          figures["watch_list_rss_mb"]) = best(args.repeat, *env)
         out = subprocess.run(env, capture_output=True, text=True, check=True)
@@ -198,6 +235,18 @@ def main() -> None:
               " MB" + (f"   baseline: on demand, as every suspects/report paid: "
                        f"{figures['on_demand_s']:.2f} s ({figures['on_demand_cpu_s']:.2f} s CPU)"
                        if on_demand else ""))
+        before = ""
+        if args.before:
+            b = figures["before_refresh_process_s"]
+            before = (f"   baseline: the code of {args.before}: "
+                      + (f"{b:.2f} s ({figures['before_refresh_process_cpu_s']:.2f} s CPU), "
+                         f"{figures['before_refresh_rss_mb']:.0f} MB" if b >= 0 else
+                         f"failed after {-b:.0f} s ({figures['before_refresh_process_cpu_s']:.1f}"
+                         f" s CPU, {figures['before_refresh_rss_mb']:.0f} MB"
+                         + (f", capped at {args.cap_gb:g} GB)" if CAP else ")")))
+        print(f"  precomputation (watch-list --refresh, process) {figures['refresh_process_s']:.2f}"
+              f" s ({figures['refresh_process_cpu_s']:.2f} s CPU), "
+              f"{figures['refresh_rss_mb']:.0f} MB{before}")
         print(f"  watch-list reading it (process)  {figures['watch_list_process_s']:6.2f} s "
               f"({figures['watch_list_process_cpu_s']:.2f} s CPU), "
               f"{figures['watch_list_rss_mb']:.0f} MB   baseline: python -c pass {base:.2f} s" +

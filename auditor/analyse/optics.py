@@ -32,15 +32,26 @@ as a trend when it is `noise_ratio` times the residuals' own scatter (1.4826 x t
 robust standard deviation) and above a floor per quantity (quantisation and calibration
 wobble). "Any trend on a link that flapped" is a watch of at least FLAPPED_MIN (not a lone
 cohort outlier).
+
+The list is computed a bucket of whole devices at a time (issue #25: every module's history at
+once took more than 9 GB at 65,536 modules x 30 days): a bucket's readings come from the store
+as numpy columns, their daily medians, series and fits are laid out in numpy (`histories_of`,
+the same histories `histories` and `fit_all` make of DuckDB's own daily medians), and the rules
+of one module's own history run there (`Assessment.add`). What needs other modules waits for
+the end (`Assessment.finish`): the cohort (a few levels a module) and the link budget (the Rx
+and Tx series of the modules whose far end was read).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import partial
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from auditor.config import OpticsSettings
@@ -55,7 +66,12 @@ from auditor.models import (
 from auditor.store import Store
 
 if TYPE_CHECKING:
-    from auditor.store.rows import OpticsDailyRow, OpticsThresholdRow
+    from array import array
+    from concurrent.futures import Future
+
+    import numpy.typing as npt
+
+    from auditor.store.rows import OpticsDailyRow, OpticsModuleRow, OpticsThresholdRow
 
 ModuleKey = tuple[str, str, str | None]  # device, port name, serial number
 
@@ -111,9 +127,14 @@ class History:
     # lane None for temperature and Vcc (`fit_all`).
     fits: dict[tuple[int | None, str], Fit] = field(default_factory=dict)
 
+    # Days with a reading, when whoever built the history counted them (`histories_of`).
+    day_count: int | None = field(default=None, compare=False, repr=False)
+
     @property
     def days(self) -> int:
         """Days with a reading."""
+        if self.day_count is not None:
+            return self.day_count
         seen = {x for s in self.module_series.values() for x, _ in s}
         seen |= {x for lane in self.lanes.values() for s in lane.values() for x, _ in s}
         return len(seen)
@@ -285,6 +306,8 @@ def theil_sen(points: Sequence[tuple[int, float]]) -> Fit | None:
 
 def recent(series: Series, days: int = RECENT_DAYS) -> float | None:
     """The level now: the median of the last `days` daily values."""
+    if len(series) >= 3 and days == 3:  # `median` of three, inline: 160,000 calls a bucket
+        return sorted((series[-3][1], series[-2][1], series[-1][1]))[1]
     return median(v for _, v in series[-days:]) if series else None
 
 
@@ -332,20 +355,50 @@ def fit_all(hs: Iterable[History], cfg: OpticsSettings) -> None:
                 xs, ys = zip(*ser, strict=True)  # days and values apart, at C speed
                 groups[xs].append((h, lane_no, q, ys))
     for xs, members in groups.items():
-        x = np.asarray(xs, dtype=float)
-        i, j = np.triu_indices(len(xs), 1)
-        dx = x[j] - x[i]
-        for start in range(0, len(members), 4096):  # bounded memory: 4,096 x 435 slopes
-            part = members[start:start + 4096]
-            y = np.asarray([m[3] for m in part], dtype=float)
-            slope = np.median((y[:, j] - y[:, i]) / dx, axis=1)
-            intercept = np.median(y - slope[:, None] * x, axis=1)
-            resid = y - (intercept[:, None] + slope[:, None] * x)
-            centre = np.median(resid, axis=1)
-            noise = 1.4826 * np.median(np.abs(resid - centre[:, None]), axis=1)
-            for (h, lane_no, q, _), a, b, e in zip(part, slope.tolist(), intercept.tolist(),
-                                                  noise.tolist(), strict=True):
-                h.fits[(lane_no, q)] = Fit(a, b, e, xs[0], xs[-1])
+        y = np.asarray([m[3] for m in members], dtype=float)
+        slopes, intercepts, noises = _fit_rows(xs, y)
+        for (h, lane_no, q, _), a, b, e in zip(members, slopes, intercepts, noises, strict=True):
+            h.fits[(lane_no, q)] = Fit(a, b, e, xs[0], xs[-1])
+
+
+def _fit_rows(xs: Sequence[int], y: npt.NDArray[Any]
+              ) -> tuple[list[float], list[float], list[float]]:
+    """The Theil-Sen line (slope, intercept, noise) through each row of `y`, every row's days
+    `xs` (what `fit_all` and `histories_of` share: the same numbers from either)."""
+    import numpy as np
+
+    x = np.asarray(xs, dtype=float)
+    m = len(xs)
+    half = m * (m - 1) // 4  # the middle of the m (m - 1) / 2 pairs' slopes
+    slopes: list[float] = []
+    intercepts: list[float] = []
+    noises: list[float] = []
+    for start in range(0, len(y), 4096):  # bounded memory: 4,096 x 435 slopes
+        part = y[start:start + 4096]
+        # Every pair's slope, the pairs k days of the series apart at a time (slices, not
+        # indexing by pair: half the time), then the middle one in place (an odd count, as
+        # 30 days' 435 pairs; an even one takes np.median's mean of the middle two, as
+        # `median` does).
+        pairs = np.empty((len(part), m * (m - 1) // 2))
+        at = 0
+        for k in range(1, m):
+            into = pairs[:, at:at + m - k]
+            np.subtract(part[:, k:], part[:, :-k], out=into)
+            into /= x[k:] - x[:-k]
+            at += m - k
+        if pairs.shape[1] % 2:
+            pairs.partition(half, axis=1)
+            slope = pairs[:, half]
+        else:
+            slope = np.median(pairs, axis=1)
+        intercept = np.median(part - slope[:, None] * x, axis=1)
+        resid = part - (intercept[:, None] + slope[:, None] * x)
+        centre = np.median(resid, axis=1)
+        noise = 1.4826 * np.median(np.abs(resid - centre[:, None]), axis=1)
+        slopes += slope.tolist()
+        intercepts += intercept.tolist()
+        noises += noise.tolist()
+    return slopes, intercepts, noises
 
 
 # --- reading the store ------------------------------------------------------------------------
@@ -418,24 +471,273 @@ def _limit(quantity: str, value: Any) -> float | None:
     return float(value)
 
 
+def _median_by_group(column: Any, group: npt.NDArray[Any], starts: npt.NDArray[Any]
+                     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """Each group's median of a fetched column (masked where NULL), as DuckDB's `median`
+    takes it: NULL left out, NaN above every number, an even count the mean of the middle two
+    (what `optics_daily` had DuckDB compute; tests/test_watch_buckets.py holds them equal); and
+    whether the group had a value. `group` numbers the rows' groups, which are contiguous and
+    begin at `starts`."""
+    import numpy as np
+
+    values = np.ma.getdata(column).astype(float)
+    null = np.ma.getmaskarray(column)
+    if len(starts) == len(values):  # one reading a day, as a daily sweep leaves
+        return values, ~null
+    # Within each group: values first, smallest first, NaN last (numpy sorts NaN last, as
+    # DuckDB orders it), NULLs after them.
+    order = np.lexsort((values, null, group))
+    ranked = values[order]
+    count = np.bincount(group, weights=~null, minlength=len(starts)).astype(np.int64)
+    have = count > 0
+    lo = starts + np.maximum(count - 1, 0) // 2
+    hi = starts + count // 2
+    a, b = ranked[lo], ranked[hi]
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(lo == hi, a, (a + b) / 2), have
+
+
+def _usable(quantity: str, values: npt.NDArray[Any], have: npt.NDArray[Any]
+            ) -> npt.NDArray[Any]:
+    """Where a daily value is a reading, as `_series` decides (in place: -inf dBm becomes
+    DARK_DBM)."""
+    import numpy as np
+
+    if quantity.endswith("_dbm"):
+        values[values == -math.inf] = DARK_DBM
+    lo, hi = OPTICS_BOUNDS[quantity]
+    with np.errstate(invalid="ignore"):
+        usable: npt.NDArray[Any] = have & np.isfinite(values) & (values >= lo) & (values <= hi)
+    return usable
+
+
+def _lay_out(owner: npt.NDArray[Any], x: npt.NDArray[Any], v: npt.NDArray[Any], least: int
+             ) -> tuple[list[int], list[Series], dict[int, Fit]]:
+    """Points (owner, day, value) sorted by owner and day: the owners, each one's series, and
+    the Theil-Sen fits of those with at least `least` days. The fits as `fit_all` takes them
+    (the series with the same days as one matrix), the matrix laid out by numpy: owners by the
+    days they have (`fit_all` groups a list per series, 0.4 s of 4,096 modules)."""
+    import numpy as np
+
+    if len(owner) == 0:
+        return [], [], {}
+    cuts = [*np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]).tolist(), len(owner)]
+    owners = owner[cuts[:-1]].tolist()
+    xs, vs = x.tolist(), v.tolist()
+    series = [list(zip(xs[a:b], vs[a:b], strict=True)) for a, b in pairwise(cuts)]
+    fits: dict[int, Fit] = {}
+    row = np.repeat(np.arange(len(owners)), np.diff(cuts))
+    width = int(x.max()) + 1
+    have = np.zeros((len(owners), width), dtype=bool)
+    have[row, x] = True
+    wide = np.zeros((len(owners), width))
+    wide[row, x] = v
+    fitted = np.flatnonzero(have.sum(axis=1) >= least)
+    if len(fitted) == 0:
+        return owners, series, fits
+    patterns, which = np.unique(np.packbits(have[fitted], axis=1), axis=0, return_inverse=True)
+    which = which.reshape(-1)
+    for p in range(len(patterns)):
+        rows = fitted[which == p]
+        days = np.flatnonzero(have[rows[0]])
+        first, last = int(days[0]), int(days[-1])
+        slopes, intercepts, noises = _fit_rows(days.tolist(), wide[np.ix_(rows, days)])
+        for r, a, b, e in zip(rows.tolist(), slopes, intercepts, noises, strict=True):
+            fits[r] = Fit(a, b, e, first, last)
+    return owners, series, fits
+
+
+def histories_of(modules: Sequence[OpticsModuleRow], columns: dict[str, Any],
+                 limits: Iterable[OpticsThresholdRow], start: date, cfg: OpticsSettings
+                 ) -> dict[ModuleKey, History]:
+    """`histories` from a bucket's modules (`Store.optics_modules_between`), lane readings
+    (`Store.optics_lane_days`: numpy columns) and thresholds, with their fits (`fit_all`):
+    the same histories, the daily medians taken and the series laid out in numpy (a list of
+    every module lane's days from DuckDB was 0.7 GB at 4,096 modules x 30 days, and 2.4 s)."""
+    import numpy as np
+
+    out: dict[ModuleKey, History] = {}
+    histories: list[History] = []
+    for r in modules:
+        h = History(Module(r["device"], r["port_name"], r["serial_number"], r["part_number"],
+                           r["vendor"], r["firmware"], r["guid"], r["port"]), start, r["last_at"])
+        out[h.module.key] = h
+        histories.append(h)
+    module = np.asarray(columns["module"], dtype=np.int64)
+    if len(module) == 0:
+        return out
+    least = max(cfg.min_days, 2)
+    lane = np.asarray(columns["lane"], dtype=np.int64)
+    day = np.asarray(columns["day"], dtype=np.int64)
+    new = np.ones(len(module), dtype=bool)
+    new[1:] = (module[1:] != module[:-1]) | (lane[1:] != lane[:-1]) | (day[1:] != day[:-1])
+    starts = np.flatnonzero(new)
+    group = np.cumsum(new) - 1
+    g_module, g_lane, g_day = module[starts], lane[starts], day[starts]
+    width = int(g_day.max()) + 1
+    seen: list[npt.NDArray[Any]] = []  # module x width + day of every daily value kept
+    # The module quantities: each day's first reading in the order of the lanes (none first),
+    # as `histories` takes the first lane row's of the day.
+    for q in MODULE_QUANTITIES:
+        values, have = _median_by_group(columns[q], group, starts)
+        usable = np.flatnonzero(_usable(q, values, have))
+        pick = usable[np.lexsort((g_lane[usable], g_day[usable], g_module[usable]))]
+        if len(pick):
+            first = np.ones(len(pick), dtype=bool)
+            first[1:] = (g_module[pick][1:] != g_module[pick][:-1]) | \
+                (g_day[pick][1:] != g_day[pick][:-1])
+            pick = pick[first]
+        seen.append(g_module[pick] * width + g_day[pick])
+        owners, series, fits = _lay_out(g_module[pick], g_day[pick], values[pick], least)
+        for i, (m, ser) in enumerate(zip(owners, series, strict=True)):
+            histories[m].module_series[q] = ser
+            if (fit := fits.get(i)) is not None:
+                histories[m].fits[(None, q)] = fit
+    # The lanes: each (module, lane) a run of groups; a lane is there even with no reading.
+    changed = (g_module[1:] != g_module[:-1]) | (g_lane[1:] != g_lane[:-1])
+    run_starts = np.flatnonzero(np.r_[True, changed])
+    for m, n in zip(g_module[run_starts].tolist(), g_lane[run_starts].tolist(), strict=True):
+        if n >= 0:
+            histories[m].lanes.setdefault(n, {})
+    run = np.cumsum(np.r_[True, changed]) - 1
+    laned = g_lane >= 0
+    for lq in LANE_QUANTITIES:
+        values, have = _median_by_group(columns[lq], group, starts)
+        usable = np.flatnonzero(_usable(lq, values, have) & laned)
+        seen.append(g_module[usable] * width + g_day[usable])
+        owners, series, fits = _lay_out(run[usable], g_day[usable], values[usable], least)
+        run_module = g_module[run_starts[owners]].tolist()
+        run_lane = g_lane[run_starts[owners]].tolist()
+        for i, (m, n, ser) in enumerate(zip(run_module, run_lane, series, strict=True)):
+            h = histories[m]
+            h.lanes[n][lq] = ser
+            if (fit := fits.get(i)) is not None:
+                h.fits[(n, lq)] = fit
+    counted = np.zeros((len(histories), width), dtype=bool)
+    for at in seen:
+        counted.flat[at] = True
+    for h, count in zip(histories, counted.sum(axis=1).tolist(), strict=True):
+        h.day_count = count
+    for t in limits:
+        found = out.get((t["device"], t["port_name"], t["serial_number"]))
+        if found is not None and t["quantity"] in OPTICS_QUANTITIES:
+            found.thresholds[t["quantity"]] = Thresholds(
+                *(_limit(t["quantity"], t[k]) for k in ("low_alarm", "low_warning",
+                                                        "high_warning", "high_alarm")))
+    return out
+
+
+# Modules per bucket of the watch list (issue #25): one bucket's readings and histories are in
+# memory at a time. All 65,536 modules' at once needed more than 9 GB.
+BUCKET_MODULES: Final = 4096
+
+
+def buckets(devices: Sequence[tuple[str, int]], size: int = BUCKET_MODULES
+            ) -> list[tuple[str, str]]:
+    """Runs of consecutive devices (first, last) of at least `size` modules each, the last run
+    what is left. A device is never split (a module's key begins with its device)."""
+    out: list[tuple[str, str]] = []
+    first: str | None = None
+    count = 0
+    for device, modules in devices:
+        first = device if first is None else first
+        count += modules
+        if count >= size:
+            out.append((first, device))
+            first, count = None, 0
+    if first is not None:
+        out.append((first, devices[-1][0]))
+    return out
+
+
+def _reads(store: Store, *, since: datetime, until: datetime, first: str, last: str
+           ) -> tuple[list[OpticsModuleRow], dict[str, Any], list[OpticsThresholdRow]]:
+    """What a bucket's histories are made of: its modules, lane readings and limits."""
+    return (store.optics_modules_between(since, until, first, last),
+            store.optics_lane_days(since, until, first, last),
+            store.optics_thresholds_between(until, first, last))
+
+
+def _bucket(store: Store, since: datetime, until: datetime, cfg: OpticsSettings, first: str,
+            last: str) -> dict[ModuleKey, History]:
+    """The fitted histories of the modules of the devices from `first` to `last`."""
+    return histories_of(*_reads(store, since=since, until=until, first=first, last=last),
+                        since.date(), cfg)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile: a bucket's histories are a million new lists
+    and tuples, and each collection walks them all (0.6 s of 4,096 modules' 1.7 s); they hold
+    no cycles, and are freed by their counts when the bucket is done."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def port_reader(store: Store, since: datetime, until: datetime
+                ) -> Callable[[str, int], list[History]]:
+    """The histories of the modules read in one port, read from the store when asked (what
+    `WatchList.at_port` gives when the list's histories were not kept)."""
+
+    def port_histories(guid: str, port: int) -> list[History]:
+        # The same histories `watch_list` builds (a module's history is its own readings
+        # only), for the modules whose newest placement is this port.
+        hs = histories(store.optics_daily_at_port(since, until, guid, port),
+                       store.optics_thresholds_at_port(since, until, guid, port), since.date())
+        return [h for h in hs.values() if h.module.guid == guid and h.module.port == port]
+
+    return port_histories
+
+
 def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettings | None = None,
                *, peers: dict[PortKey, PortKey] | None = None,
-               names: dict[str, tuple[str, str]] | None = None) -> WatchList:
+               names: dict[str, tuple[str, str]] | None = None,
+               bucket: int = BUCKET_MODULES) -> WatchList:
     """The watch list from the readings of [since, until] (naive UTC). `peers` and `names` are
-    the store's `port_peers(until)` and `node_names()` when the caller already has them."""
+    the store's `port_peers(until)` and `node_names()` when the caller already has them.
+    The modules are read and assessed in buckets of about `bucket` modules (whole devices);
+    with more than one bucket the list keeps no histories (`at_port` reads a port's)."""
     cfg = cfg or OpticsSettings()
-    # The limits are read meanwhile on a second connection (DuckDB runs without the GIL).
-    pending = store.in_background(lambda s: s.optics_thresholds_at(until))
-    rows = store.optics_daily(since, until)
-    limits = pending.result()
-    if not rows:
+    devices = [(r["device"], r["modules"]) for r in store.optics_modules_per_device(since, until)]
+    if not devices:
         return WatchList(since, until, 0, [])
+    runs = buckets(devices, bucket)
     peers = store.port_peers(until) if peers is None else peers
     names = store.node_names() if names is None else names
-    hs = histories(rows, limits, since.date())
-    del rows  # the histories hold what the rules need: the rows' lists are most of the peak
-    fit_all(hs.values(), cfg)
-    return assess(hs, cfg, since, until, peers, names)
+    done = Assessment(cfg, peers, names,
+                      store.optics_ports_read(since, until) if len(runs) > 1 else None)
+    kept: dict[ModuleKey, History] = {}
+
+    def read(run: tuple[str, str]) -> Future[tuple[list[OpticsModuleRow], dict[str, Any],
+                                                   list[OpticsThresholdRow]]]:
+        # On a second connection (DuckDB runs without the GIL): the next bucket is read while
+        # this one is assessed (inside a transaction, here and now).
+        return store.in_background(partial(_reads, since=since, until=until, first=run[0],
+                                           last=run[1]))
+
+    pending = read(runs[0])
+    with _no_cycle_collection():
+        for k in range(len(runs)):
+            modules, columns, limits = pending.result()
+            if k + 1 < len(runs):
+                pending = read(runs[k + 1])
+            hs = histories_of(modules, columns, limits, since.date(), cfg)
+            del modules, columns, limits
+            done.add(hs)
+            if len(runs) == 1:
+                kept = hs
+            del hs
+        wl = done.finish(since, until, kept)
+    if len(runs) > 1:
+        wl.port_histories = port_reader(store, since, until)
+    return wl
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -472,6 +774,14 @@ def _due(days: float) -> str:
     return "within a day" if days < 1 else f"in about {days:.0f} days"
 
 
+def _outside(level: float, t: Thresholds) -> bool:
+    """Whether a level is past any of the limits (`_past` of each of `_limits`)."""
+    return ((t.low_warning is not None and level < t.low_warning)
+            or (t.low_alarm is not None and level < t.low_alarm)
+            or (t.high_warning is not None and level > t.high_warning)
+            or (t.high_alarm is not None and level > t.high_alarm))
+
+
 def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> list[Finding]:
     """Toward the module's own thresholds; past the warning with or without a trend."""
     series = h.series(lane, quantity)
@@ -480,6 +790,8 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
         return []
     t = h.thresholds.get(quantity)
     fit = significant(h.fit(lane, quantity), quantity, cfg)
+    if t is None or (fit is None and not _outside(level, t)):
+        return []  # no limits, or no trend and inside them: most series, said quickly
     what = _what(lane, quantity)
     out: list[Finding] = []
     for low in (True, False):
@@ -525,10 +837,17 @@ def drift(h: History, lane: int | None, quantity: str, cfg: OpticsSettings) -> l
     return out
 
 
-def siblings(h: History, lane: int, cfg: OpticsSettings) -> list[Finding]:
-    """This lane's Rx power several dB below the median of the module's other lanes."""
-    levels = {n: lv for n, q in h.lanes.items()
-              if (lv := recent(q.get("rx_power_dbm", []))) is not None}
+def rx_levels(h: History) -> dict[int, float]:
+    """Each lane's Rx power now (`recent`), the lanes that have one."""
+    return {n: lv for n, q in h.lanes.items()
+            if (lv := recent(q.get("rx_power_dbm", []))) is not None}
+
+
+def siblings(h: History, lane: int, cfg: OpticsSettings,
+             levels: dict[int, float] | None = None) -> list[Finding]:
+    """This lane's Rx power several dB below the median of the module's other lanes
+    (`levels`: `rx_levels(h)`, when the caller has them)."""
+    levels = rx_levels(h) if levels is None else levels
     if lane not in levels or len(levels) < 3:
         return []
     others = median(v for n, v in levels.items() if n != lane)
@@ -631,22 +950,42 @@ def _z(value: float, centre: float, spread: float) -> float:
     return math.copysign(math.inf, value - centre) if value != centre else 0.0
 
 
-def peer_outliers(hs: Sequence[History], cfg: OpticsSettings
+@dataclass(frozen=True, slots=True)
+class Levels:
+    """What the cohort rule takes from one module: its part, firmware and levels now
+    (`recent`): temperature, and each lane's Rx power and Tx bias (None: no reading). A few
+    numbers a module, kept while the watch list works through its buckets (issue #25)."""
+
+    key: ModuleKey
+    part_number: str | None
+    firmware: str | None
+    temperature_c: float | None
+    lanes: tuple[tuple[int, float | None, float | None], ...]  # lane, Rx power, Tx bias
+
+
+def levels(h: History) -> Levels:
+    return Levels(h.module.key, h.module.part_number, h.module.firmware,
+                  recent(h.series(None, "temperature_c")),
+                  tuple((n, recent(h.series(n, "rx_power_dbm")),
+                         recent(h.series(n, "tx_bias_ma"))) for n in h.lanes))
+
+
+def peer_outliers(hs: Sequence[History] | Sequence[Levels], cfg: OpticsSettings
                   ) -> dict[tuple[ModuleKey, int | None], list[Finding]]:
     """Each module against its peers, the modules of its part number and firmware:
     temperature hotter, Rx power lower and Tx bias higher than theirs by a robust z-score and a
     floor. (Not analyse/cohorts.py, which counts incidents per part number, vendor or lot.)"""
-    groups: dict[tuple[str | None, str | None], list[History]] = defaultdict(list)
-    for h in hs:
-        if h.module.part_number:
-            groups[(h.module.part_number, h.module.firmware)].append(h)
+    groups: dict[tuple[str | None, str | None], list[Levels]] = defaultdict(list)
+    for item in hs:
+        lv = levels(item) if isinstance(item, History) else item
+        if lv.part_number:
+            groups[(lv.part_number, lv.firmware)].append(lv)
     out: dict[tuple[ModuleKey, int | None], list[Finding]] = defaultdict(list)
     for (part, firmware), members in groups.items():
         if len(members) < cfg.cohort_min:
             continue
         who = f"{len(members)} {part} modules" + (f" (firmware {firmware})" if firmware else "")
-        temps = {h.module.key: lv for h in members
-                 if (lv := recent(h.series(None, "temperature_c"))) is not None}
+        temps = {m.key: m.temperature_c for m in members if m.temperature_c is not None}
         centre, spread = _centre(list(temps.values())) if temps else (0.0, 0.0)
         for key, value in temps.items():
             z = _z(value, centre, spread)
@@ -654,13 +993,16 @@ def peer_outliers(hs: Sequence[History], cfg: OpticsSettings
                 out[(key, None)].append(_cohort_finding(
                     "temperature_c", f"temperature {value:.1f} C against {centre:.1f} C for the "
                     f"{who}", z, cfg))
-        for q, sign in (("rx_power_dbm", -1), ("tx_bias_ma", 1)):
-            levels = {(h.module.key, n): lv for h in members for n in h.lanes
-                      if (lv := recent(h.series(n, q))) is not None}
-            if len(levels) < cfg.cohort_min:
+        for q, sign, at in (("rx_power_dbm", -1, 1), ("tx_bias_ma", 1, 2)):
+            now: dict[tuple[ModuleKey, int], float] = {}
+            for m in members:
+                for lane in m.lanes:
+                    if (level := lane[at]) is not None:
+                        now[(m.key, int(lane[0]))] = float(level)
+            if len(now) < cfg.cohort_min:
                 continue
-            centre, spread = _centre(list(levels.values()))
-            for (key, n), value in levels.items():
+            centre, spread = _centre(list(now.values()))
+            for (key, n), value in now.items():
                 z = _z(value, centre, spread)
                 far = (centre - value >= cfg.cohort_db if q == "rx_power_dbm" else
                        centre > 0 and 100 * (value - centre) / centre >= cfg.cohort_bias_pct)
@@ -677,40 +1019,123 @@ def _cohort_finding(quantity: str, text: str, z: float, cfg: OpticsSettings) -> 
     return Finding("cohort", quantity, f"{text}: {shown} robust sigmas off", round(strength, 2))
 
 
+@dataclass(slots=True)
+class _Pending:
+    """One module's findings while the other buckets are assessed: those of its own history
+    (before and after the link budget's place, to keep the order of the findings), the link
+    budget and the cohort come at the end."""
+
+    module: Module
+    days: int
+    last_at: datetime
+    peer: PortKey | None
+    peer_name: str
+    own: list[Finding]  # temperature and Vcc
+    lanes: list[tuple[int, list[Finding], list[Finding]]]  # lane, drift + siblings, ageing
+
+
+def _compact(h: History, quantity: str) -> dict[int, tuple[array[int], array[float]]]:
+    """One lane quantity of a module's lanes, as days and values (what the link budget
+    compares; 300 bytes a series where a list of (day, value) takes 1 kB)."""
+    from array import array
+
+    return {n: (array("h", [x for x, _ in ser]), array("d", [v for _, v in ser]))
+            for n, lane in h.lanes.items() if (ser := lane.get(quantity))}
+
+
+def _expand(compact: dict[int, tuple[array[int], array[float]]], quantity: str
+            ) -> dict[int, dict[str, Series]]:
+    return {n: {quantity: list(zip(xs, vs, strict=True))} for n, (xs, vs) in compact.items()}
+
+
+class Assessment:
+    """The rules over the modules, a bucket of histories at a time (`add`), the watch list at
+    the end (`finish`): the drift, siblings and laser ageing of a module need its own history
+    only; the cohort needs every module's levels (`Levels`) and the link budget the history of
+    the module at the other end of the link, which may be in another bucket (kept as its Rx or
+    Tx series when the other end was read: `linked`; None: keep every module's)."""
+
+    def __init__(self, cfg: OpticsSettings, peers: dict[PortKey, PortKey],
+                 names: dict[str, tuple[str, str]], linked: set[PortKey] | None = None
+                 ) -> None:
+        self.cfg, self.peers, self.names, self.linked = cfg, peers, names, linked
+        self.modules = 0
+        self.pending: dict[ModuleKey, _Pending] = {}
+        self.levels: list[Levels] = []
+        # The link budget's two sides: a module's Rx series, and the Tx series of the newest
+        # module in each port (what `at_port` gives).
+        self.rx: dict[ModuleKey, dict[int, tuple[array[int], array[float]]]] = {}
+        self.tx_at: dict[PortKey, tuple[datetime, Module, dict[int, tuple[array[int],
+                                                                          array[float]]]]] = {}
+
+    def add(self, hs: dict[ModuleKey, History]) -> None:
+        """A bucket's histories (fitted: `fit_all`), in the store's order of modules."""
+        cfg = self.cfg
+        self.modules += len(hs)
+        for h in hs.values():
+            mine = (h.module.guid, h.module.port) if h.module.guid is not None and \
+                h.module.port is not None else None
+            peer = self.peers.get(mine) if mine is not None else None
+            if mine is not None and peer is not None and (self.linked is None
+                                                          or peer in self.linked):
+                self.rx[h.module.key] = _compact(h, "rx_power_dbm")
+                got = self.tx_at.get(mine)
+                if got is None or h.last_at >= got[0]:
+                    self.tx_at[mine] = (h.last_at, h.module, _compact(h, "tx_power_dbm"))
+            peer_name = (f"{self.names.get(peer[0], (peer[0], ''))[0]} port {peer[1]}"
+                         if peer is not None else "")
+            own: list[Finding] = []
+            for q in MODULE_QUANTITIES:
+                own += drift(h, None, q, cfg)
+            lanes: list[tuple[int, list[Finding], list[Finding]]] = []
+            rx_now = rx_levels(h)
+            for lane in sorted(h.lanes):
+                before: list[Finding] = []
+                for q in LANE_QUANTITIES:
+                    before += drift(h, lane, q, cfg)
+                before += siblings(h, lane, cfg, rx_now)
+                lanes.append((lane, before, laser_ageing(h, lane, cfg)))
+            self.pending[h.module.key] = _Pending(h.module, h.days, h.last_at, peer, peer_name,
+                                                  own, lanes)
+            self.levels.append(levels(h))
+
+    def finish(self, since: datetime, until: datetime,
+               hs: dict[ModuleKey, History] | None = None) -> WatchList:
+        """The watch list, strongest first (`hs`: the histories it keeps, when it keeps
+        them)."""
+        cfg = self.cfg
+        by_cohort = peer_outliers(self.levels, cfg)
+        watches: list[Watch] = []
+        for key, p in sorted(self.pending.items(),
+                             key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
+            found: dict[int | None, list[Finding]] = {None: p.own + by_cohort.get((key, None), [])}
+            side = self.tx_at.get(p.peer) if p.peer is not None else None
+            mine = theirs = None
+            if side is not None:  # else the link budget has nothing to compare
+                mine = History(p.module, since.date(), p.last_at,
+                               lanes=_expand(self.rx.get(key, {}), "rx_power_dbm"))
+                theirs = History(side[1], since.date(), side[0],
+                                 lanes=_expand(side[2], "tx_power_dbm"))
+            for lane, before, after in p.lanes:
+                budget = [] if mine is None else link_budget(mine, lane, theirs, p.peer_name,
+                                                             cfg)
+                found[lane] = before + budget + after + by_cohort.get((key, lane), [])
+            for lane_key, findings in found.items():
+                if findings:
+                    watches.append(Watch(p.module, lane_key, findings, p.days, p.last_at, p.peer,
+                                         p.peer_name or None))
+        watches.sort(key=lambda w: (-w.strength, w.days_to_threshold if w.days_to_threshold
+                                    is not None else math.inf, w.module.device,
+                                    w.module.port_name, w.lane if w.lane is not None else -1))
+        return WatchList(since, until, self.modules, watches, hs or {})
+
+
 def assess(hs: dict[ModuleKey, History], cfg: OpticsSettings, since: datetime, until: datetime,
            peers: dict[PortKey, PortKey], names: dict[str, tuple[str, str]]) -> WatchList:
     """Every rule over every module; the watch list, strongest first."""
-    at_port = {(h.module.guid, h.module.port): h for h in
-               sorted(hs.values(), key=lambda h: h.last_at)
-               if h.module.guid is not None and h.module.port is not None}
-    by_cohort = peer_outliers(list(hs.values()), cfg)
-    watches: list[Watch] = []
-    for key, h in sorted(hs.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")):
-        mine = (h.module.guid, h.module.port) if h.module.guid is not None and \
-            h.module.port is not None else None
-        peer = peers.get(mine) if mine is not None else None
-        peer_h = at_port.get(peer) if peer is not None else None
-        peer_name = (f"{names.get(peer[0], (peer[0], ''))[0]} port {peer[1]}"
-                     if peer is not None else "")
-        found: dict[int | None, list[Finding]] = defaultdict(list)
-        for q in MODULE_QUANTITIES:
-            found[None] += drift(h, None, q, cfg)
-        found[None] += by_cohort.get((key, None), [])
-        for lane in sorted(h.lanes):
-            for q in LANE_QUANTITIES:
-                found[lane] += drift(h, lane, q, cfg)
-            found[lane] += siblings(h, lane, cfg)
-            found[lane] += link_budget(h, lane, peer_h, peer_name, cfg)
-            found[lane] += laser_ageing(h, lane, cfg)
-            found[lane] += by_cohort.get((key, lane), [])
-        for lane_key, findings in found.items():
-            if findings:
-                watches.append(Watch(h.module, lane_key, findings, h.days, h.last_at, peer,
-                                     peer_name or None))
-    watches.sort(key=lambda w: (-w.strength, w.days_to_threshold if w.days_to_threshold
-                                is not None else math.inf, w.module.device,
-                                w.module.port_name, w.lane if w.lane is not None else -1))
-    return WatchList(since, until, len(hs), watches, hs)
+    done = Assessment(cfg, peers, names)
+    done.add(hs)
+    return done.finish(since, until, hs)
 
 
 # --- what the ranking and the outputs take from it ---------------------------------------------

@@ -22,7 +22,9 @@ computed (`age_json`).
 
 Not incremental at optics ingest: a nightly sweep reads every module each day, so an ingest
 changes every history, and the window slides for all modules at once; one full computation a
-night costs what the changed modules would.
+night costs what the changed modules would. It works through the modules in buckets of whole
+devices (`watch_list`, `BUCKET_MODULES`): at 65,536 modules x 30 days every history at once
+took more than 9 GB; a bucket at a time, about 1 GB.
 """
 
 from __future__ import annotations
@@ -35,11 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.optics import (
     Finding,
-    History,
     Module,
     Watch,
     WatchList,
-    histories,
+    port_reader,
     watch_list,
 )
 from auditor.config import OpticsSettings
@@ -65,7 +66,9 @@ def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
             peers: dict[PortKey, PortKey] | None = None,
             names: dict[str, tuple[str, str]] | None = None) -> WatchList:
     """Compute the watch list of the readings in [since, until] (naive UTC) and store it in
-    place of the one before (call inside a transaction: the store is written)."""
+    place of the one before, in a transaction (the caller's, if it holds one). Called outside
+    one, the list's readings are read on a second connection while the buckets before are
+    assessed (`watch_list`); nothing else writes meanwhile (DuckDB: one writing process)."""
     since, until = utc_naive(since), utc_naive(until)
     began, t = _now(), time.perf_counter()
     seen = store.optics_fingerprint(since, until)
@@ -75,7 +78,8 @@ def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
         "until": until, "readings": seen["readings"], "newest_read_at": seen["newest_read_at"],
         "newest_source_id": seen["newest_source_id"], "settings": settings_key(cfg),
         "modules": wl.modules}
-    store.store_watch_list(run, [_entry(i, w) for i, w in enumerate(wl.watches, 1)])
+    with store.transaction():
+        store.store_watch_list(run, [_entry(i, w) for i, w in enumerate(wl.watches, 1)])
     wl.computed_at, wl.precomputed = began, True
     return wl
 
@@ -161,17 +165,9 @@ def _watch(e: WatchEntryRow) -> Watch:
 
 def _stored(store: Store, run: WatchListRunRow) -> WatchList:
     since, until = run["since"], run["until"]
-
-    def port_histories(guid: str, port: int) -> list[History]:
-        # The same histories `watch_list` builds (a module's history is its own readings
-        # only), for the modules whose newest placement is this port.
-        hs = histories(store.optics_daily_at_port(since, until, guid, port),
-                       store.optics_thresholds_at_port(since, until, guid, port), since.date())
-        return [h for h in hs.values() if h.module.guid == guid and h.module.port == port]
-
     return WatchList(since, until, run["modules"], [_watch(e) for e in store.watch_list_entries()],
                      computed_at=run["computed_at"], precomputed=True,
-                     port_histories=port_histories)
+                     port_histories=port_reader(store, since, until))
 
 
 __all__ = ["current", "refresh", "settings_key"]

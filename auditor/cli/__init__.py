@@ -452,7 +452,7 @@ def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
     settings = _settings()
     start, end = _window(since, until)
     if refresh:
-        with _open(settings) as store, store.transaction():
+        with _open(settings) as store:
             found = store_fresh(store, utc_naive(start), utc_naive(end), settings.optics)
     else:
         with _open(settings, read_only=True) as store:

@@ -87,9 +87,8 @@ def run_nightly(settings: Settings, *, interactive: bool, do_sweep: bool = True,
         # The optics watch list once, for the audit below and every `suspects`, `report` and
         # `watch-list` until the next readings (issue #25: 6-8 s of each at 4,096 modules).
         with steps.step("optics watch list"), Store(settings.db, busy_timeout_s=busy) as store:
-            with store.transaction():
-                watch = refresh_watch_list(store, utc_naive(end - settings.optics.history),
-                                           utc_naive(end), settings.optics)
+            watch = refresh_watch_list(store, utc_naive(end - settings.optics.history),
+                                       utc_naive(end), settings.optics)
             log.info("optics watch list: %d module(s), %d watched", watch.modules,
                      len(watch.watches))
         with steps.step("suspects and report"), \

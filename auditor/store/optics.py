@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from auditor.models import LaneReading, OpticsReading
 from auditor.store.connection import Connection, utc_naive
@@ -12,7 +12,9 @@ from auditor.store.connection import Connection, utc_naive
 if TYPE_CHECKING:
     from auditor.store.rows import (
         OpticsDailyRow,
+        OpticsDeviceRow,
         OpticsFingerprintRow,
+        OpticsModuleRow,
         OpticsReadingRow,
         OpticsThresholdRow,
         WatchEntryRow,
@@ -94,6 +96,42 @@ class OpticsQueries(Connection):
         return cast("list[OpticsThresholdRow]", self.run_dicts(
             "optics_thresholds_asof_at_port", since=utc_naive(since), until=utc_naive(until),
             guid=guid, port=port))
+
+    # -- the watch list in buckets of devices (issue #25) -------------------------------------
+
+    def optics_modules_per_device(self, since: datetime, until: datetime
+                                  ) -> list[OpticsDeviceRow]:
+        """How many modules each device had readings of in the window, by device."""
+        return cast("list[OpticsDeviceRow]", self.run_dicts(
+            "optics_modules_per_device", since=utc_naive(since), until=utc_naive(until)))
+
+    def optics_modules_between(self, since: datetime, until: datetime, first: str,
+                               last: str) -> list[OpticsModuleRow]:
+        """The modules of the devices from `first` to `last` read in the window, each with
+        its newest read time, placement and identity; numbered by `optics_lane_days`."""
+        return cast("list[OpticsModuleRow]", self.run_dicts(
+            "optics_modules_between", since=utc_naive(since), until=utc_naive(until),
+            first=first, last=last))
+
+    def optics_lane_days(self, since: datetime, until: datetime, first: str,
+                         last: str) -> dict[str, Any]:
+        """The lane readings of those modules as numpy columns: module (its index in
+        `optics_modules_between`), lane (-1: none), day (from the day of `since`) and the
+        quantities (masked where NULL), sorted by module, lane and day."""
+        return self.run_numpy("optics_lane_days_between", since=utc_naive(since),
+                              until=utc_naive(until), first=first, last=last)
+
+    def optics_thresholds_between(self, until: datetime, first: str,
+                                  last: str) -> list[OpticsThresholdRow]:
+        """`optics_thresholds_at(until)` of the modules of the devices from `first` to
+        `last`."""
+        return cast("list[OpticsThresholdRow]", self.run_dicts(
+            "optics_thresholds_asof_between", until=utc_naive(until), first=first, last=last))
+
+    def optics_ports_read(self, since: datetime, until: datetime) -> set[tuple[str, int]]:
+        """The (GUID, port) of every placed module reading in the window."""
+        return {(str(g), int(p)) for g, p in self.run(
+            "optics_ports_read", since=utc_naive(since), until=utc_naive(until))}
 
     def optics_fingerprint(self, since: datetime, until: datetime) -> OpticsFingerprintRow:
         """How many lane readings the window holds, the newest read time and source."""

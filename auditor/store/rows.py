@@ -341,6 +341,28 @@ class OpticsDailyRow(TypedDict):
     rx_power_dbm: list[float | None]
 
 
+class OpticsDeviceRow(TypedDict):
+    """How many modules a device had readings of in a window (optics_modules_per_device.sql)."""
+
+    device: str
+    modules: int
+
+
+class OpticsModuleRow(TypedDict):
+    """A module read in a window: its newest read time, placement and identity
+    (optics_modules_between.sql)."""
+
+    device: str
+    port_name: str
+    serial_number: str | None
+    last_at: datetime
+    guid: str | None
+    port: int | None
+    vendor: str | None
+    part_number: str | None
+    firmware: str | None
+
+
 class OpticsFingerprintRow(TypedDict):
     """What a watch list computed on a window's readings depends on (optics_fingerprint.sql)."""
 
