@@ -225,7 +225,13 @@ def killers(candidates: list[tuple[LinkKey, Flap]], named_links: set[LinkKey],
             continue  # shorter than this job's NCCL waits: absorbed, however close
         out.append((began, link, f))
     # Ties (several flaps already down when the job started) go to the same link every run.
-    out.sort(key=lambda s: (absorbed is not None and absorbed(s[1]), s[0], s[1]))
+    # A fault dated to the second (a stamped NCCL error and a known death time) was begun by
+    # the candidate nearest it: a flap that began 36 s earlier on the job's path was crossed
+    # for those 36 s without killing it, one 1 s earlier was not (issue #23); the clocks'
+    # skew (`after`) keeps both candidates.
+    exact = lo == hi
+    out.sort(key=lambda s: (absorbed is not None and absorbed(s[1]),
+                            abs((s[0] - lo).total_seconds()) if exact else 0.0, s[0], s[1]))
     return out
 
 
