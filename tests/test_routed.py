@@ -248,3 +248,29 @@ def test_with_adaptive_routing_an_absorbable_uplink_flap_is_the_last_killer_cand
         cable, uplink]
     assert [k[1] for k in killers(both[:1], set(), fault, death, start, cfg, absorbed)] == [
         uplink]
+
+
+def test_a_fault_dated_to_the_second_goes_to_the_nearest_flap_not_the_earliest(
+        fabric: Fabric, routes: Routes) -> None:
+    """Two flaps on a job's path within the clocks' skew (1 min) of a fault its stamped NCCL
+    error dates exactly: the one that began 36 s before was crossed that long without killing
+    the job, the one 1 s before killed it. An undated fault keeps the earliest first (a storm's
+    first flap)."""
+    from auditor.analyse.blame import killers
+    from auditor.config import RankingSettings
+    from auditor.nccl import DeathTime
+
+    a, b = _port(routes, 0), _port(routes, 5)
+    first_cable = _key(routes, routes.peer[a][1])
+    second_cable = _key(routes, routes.peer[b][1])
+    began = T0 + timedelta(minutes=30)
+    early = Flap(list(first_cable), began - timedelta(seconds=36), began + timedelta(minutes=9))
+    near = Flap(list(second_cable), began - timedelta(seconds=1), began + timedelta(minutes=5))
+    both = [(first_cable, early), (second_cable, near)]
+    death = DeathTime(8.6, 8.6, "test")
+    start, cfg = T0, RankingSettings()
+    exact = [k[1] for k in killers(both, set(), (began, began), death, start, cfg)]
+    assert exact == [second_cable, first_cable]
+    window = (began - timedelta(minutes=5), began)
+    assert [k[1] for k in killers(both, set(), window, death, start, cfg)] == [
+        first_cable, second_cable]
