@@ -27,26 +27,29 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
-from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 from auditor.analyse.outcomes import FLAP_RULES, Episode, Outcomes
 from auditor.store import Store
 
 if TYPE_CHECKING:
-    from auditor.store.rows import ReplacementRow, TransceiverRow
+    from auditor.store.rows import ReplacementRow
 
 DIMENSIONS = ("part_number", "vendor", "firmware", "lot")
 # A lot (or firmware) is a subset of one part number; the broader fields can be explained by it.
 _FINER = {"part_number": ("lot", "firmware"), "vendor": ("lot", "firmware", "part_number")}
 
 
-@dataclass(slots=True)
-class Part:
-    ident: str  # the serial number, else device:port
-    ports: set[tuple[str, int]]
-    fields: dict[str, str]  # dimension -> value, only those known
-    incidents: int = 0
+class _Parts(NamedTuple):
+    """The parts as columns, by ident (one per serial number, else device:port): each
+    dimension's value per part (None: not known) and each part's incidents."""
+
+    idents: list[str]
+    values: dict[str, list[str | None]]
+    incidents: list[int]
+
+    def members(self, dim: str, value: str) -> set[int]:
+        return {i for i, v in enumerate(self.values[dim]) if v == value}
 
 
 class CohortJSON(TypedDict):
@@ -94,27 +97,17 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
-def parts_of(store: Store, transceivers: list[TransceiverRow] | None = None) -> list[Part]:
-    """The parts the store knows per port, one per serial number (`transceivers`: the
-    store's, when the caller has read them already)."""
-    firmware = store.optics_firmware()
-    parts: dict[str, Part] = {}
-    # (393,216 modules at 65,536 GPUs: one Part made per serial, not one per row to throw away)
-    for t in store.transceivers() if transceivers is None else transceivers:
-        if t["guid"] is None or t["port"] is None or t["present"] is False:
-            continue
-        serial = t["serial_number"]
-        ident = serial or f"{t['device']}:{t['port_name']}"
-        part = parts.get(ident)
-        if part is None:
-            part = parts[ident] = Part(ident, set(), {})
-        part.ports.add((t["guid"], t["port"]))
-        fields = part.fields
-        for name, value in (("part_number", t["part_number"]), ("vendor", t["vendor"]),
-                            ("lot", t.get("lot")), ("firmware", firmware.get(serial or ""))):
-            if value and name not in fields:
-                fields[name] = str(value)
-    return sorted(parts.values(), key=lambda p: p.ident)
+def parts_of(store: Store, per_port: dict[tuple[str, int | None], int]) -> _Parts:
+    """The parts the store knows per port, with the incidents of `per_port` (counted in SQL:
+    cohort_parts.sql; a Part object for each of the 196,608 parts of a 65,536-GPU fabric was
+    most of the cohorts' time, issue #25)."""
+    rows = store.cohort_parts({(g, p): n for (g, p), n in per_port.items()
+                               if p is not None and n})
+    if not rows:
+        return _Parts([], {dim: [] for dim in DIMENSIONS}, [])
+    idents, part_number, vendor, firmware, lot, incidents = map(list, zip(*rows, strict=True))
+    return _Parts(idents, {"part_number": part_number, "vendor": vendor, "firmware": firmware,
+                           "lot": lot}, incidents)
 
 
 def _incidents(out: Outcomes, swaps: list[ReplacementRow]) -> dict[tuple[str, int | None], int]:
@@ -148,43 +141,46 @@ def _count(per_port: dict[tuple[str, int | None], int],
         spans[(guid, port)].append((e.first_at, end))
 
 
-def cohorts(store: Store, out: Outcomes, transceivers: list[TransceiverRow] | None = None
-            ) -> Cohorts:
-    """Every cohort of the window's parts, flagged ones first (most significant first);
-    `transceivers` as `parts_of` takes them."""
+def cohorts(store: Store, out: Outcomes) -> Cohorts:
+    """Every cohort of the window's parts, flagged ones first (most significant first)."""
     cfg = out.settings
-    parts = parts_of(store, transceivers)
-    per_port = _incidents(out, store.replacements())
-    if per_port:  # (a part starts with none)
-        incidents_at = per_port.get
-        for part in parts:
-            part.incidents = max(map(incidents_at, part.ports, repeat(0)), default=0)
+    parts = parts_of(store, _incidents(out, store.replacements()))
     # The parts were watched while nightly runs remembered suspects, not the whole window.
     watched_from = max(out.since, out.first_run) if out.first_run else out.since
     days = max((out.until - watched_from).total_seconds() / 86400, 1e-9)
-    hit = [p for p in parts if p.incidents]
-    result = Cohorts(round(days, 2), len(parts), len(hit), sum(p.incidents for p in parts))
-    candidates: list[tuple[str, str, list[Part], _Rest]] = []
+    hit = [i for i, n in enumerate(parts.incidents) if n]
+    result = Cohorts(round(days, 2), len(parts.idents), len(hit), sum(parts.incidents))
+    candidates: list[_Candidate] = []
+    numbers = parts.values["part_number"]
     for dim in DIMENSIONS:
-        # Each value's parts in one pass, and the rest as counts: a list of the rest per value
-        # was most of `report` at 65,536 GPUs (393,216 modules, issue #25).
-        by_value: dict[str, list[Part]] = defaultdict(list)
-        for p in parts:
-            if dim in p.fields:
-                by_value[p.fields[dim]].append(p)
-        if len(by_value) < 2:
+        # Counted per value over the columns, the parts with an incident apart (a few hundred of
+        # 196,608 at 65,536 GPUs): a list of each value's parts was most of `report` (#25).
+        values = parts.values[dim]
+        count: Counter[str] = Counter(v for v in values if v is not None)
+        if len(count) < 2:
             continue  # nothing to compare with
-        known = sum(map(len, by_value.values()))
-        known_hit = sum(1 for mine in by_value.values() for p in mine if p.incidents)
-        for value in sorted(by_value):
-            mine = by_value[value]
-            mine_hit = sum(1 for p in mine if p.incidents)
-            candidates.append((dim, value, mine, _Rest(known - len(mine), known_hit - mine_hit)))
+        hit_of: Counter[str] = Counter()
+        incidents_of: Counter[str] = Counter()
+        for i in hit:
+            if (v := values[i]) is not None:
+                hit_of[v] += 1
+                incidents_of[v] += parts.incidents[i]
+        # A lot's or firmware's most common part number; ties to the one its first part has.
+        top: dict[str, tuple[int, str]] = {}
+        if dim != "part_number":
+            for (v, number), n in Counter(zip(values, numbers, strict=True)).items():
+                if v is not None and number is not None and (v not in top or n > top[v][0]):
+                    top[v] = (n, number)
+        known, known_hit = sum(count.values()), sum(hit_of.values())
+        for value in sorted(count):
+            n, k = count[value], hit_of[value]
+            candidates.append(_Candidate(dim, value, n, k, incidents_of[value],
+                                         top[value][1] if value in top else None,
+                                         _Rest(known - n, known_hit - k)))
     tests = max(1, len(candidates))
-    groups = [_cohort(dim, value, mine, rest, days, tests, cfg.cohort_min_incidents,
-                      cfg.cohort_min_ratio, cfg.cohort_alpha)
-              for dim, value, mine, rest in candidates]
-    _explain(groups, candidates, tests, cfg.cohort_min_incidents, cfg.cohort_min_ratio,
+    groups = [_cohort(c, days, tests, cfg.cohort_min_incidents, cfg.cohort_min_ratio,
+                      cfg.cohort_alpha) for c in candidates]
+    _explain(groups, candidates, parts, tests, cfg.cohort_min_incidents, cfg.cohort_min_ratio,
              cfg.cohort_alpha)
     groups.sort(key=lambda g: (not g["flagged"], g["explained_by"] is not None,
                                g["p_value"] if g["p_value"] is not None else 2.0,
@@ -217,19 +213,28 @@ def _test(k: int, n: int, rest: _Rest, tests: int, min_incidents: int, min_ratio
     return p0, share / p0, p, flagged
 
 
-def _cohort(dim: str, value: str, mine: list[Part], rest: _Rest, days: float, tests: int,
-            min_incidents: int, min_ratio: float, alpha: float) -> CohortJSON:
-    k = sum(1 for p in mine if p.incidents)
-    incidents = sum(p.incidents for p in mine)
-    p0, ratio, p, flagged = _test(k, len(mine), rest, tests, min_incidents, min_ratio, alpha)
-    numbers = Counter(p.fields.get("part_number") for p in mine if p.fields.get("part_number"))
+class _Candidate(NamedTuple):
+    """One cohort to test: its field and value, its parts, those with an incident, their
+    incidents, its most common part number (a lot, firmware or vendor's) and the rest."""
+
+    dim: str
+    value: str
+    parts: int
+    with_incident: int
+    incidents: int
+    part_number: str | None
+    rest: _Rest
+
+
+def _cohort(c: _Candidate, days: float, tests: int, min_incidents: int, min_ratio: float,
+            alpha: float) -> CohortJSON:
+    k, n, incidents = c.with_incident, c.parts, c.incidents
+    p0, ratio, p, flagged = _test(k, n, c.rest, tests, min_incidents, min_ratio, alpha)
     return {
-        "field": dim, "value": value,
-        "part_number": numbers.most_common(1)[0][0] if numbers and dim != "part_number"
-        else None,
-        "parts": len(mine), "with_incident": k, "incidents": incidents,
-        "mtbi_days": round(len(mine) * days / incidents, 1) if incidents else None,
-        "share": round(k / len(mine), 4) if mine else 0.0,
+        "field": c.dim, "value": c.value, "part_number": c.part_number,
+        "parts": n, "with_incident": k, "incidents": incidents,
+        "mtbi_days": round(n * days / incidents, 1) if incidents else None,
+        "share": round(k / n, 4) if n else 0.0,
         "rest_share": round(p0, 4) if p0 is not None else None,
         "ratio": round(ratio, 2) if ratio is not None else None,
         "p_value": float(f"{p:.3g}") if p is not None else None,
@@ -237,22 +242,22 @@ def _cohort(dim: str, value: str, mine: list[Part], rest: _Rest, days: float, te
     }
 
 
-def _explain(groups: list[CohortJSON], candidates: list[tuple[str, str, list[Part], _Rest]],
+def _explain(groups: list[CohortJSON], candidates: list[_Candidate], parts: _Parts,
              tests: int, min_incidents: int, min_ratio: float, alpha: float) -> None:
     """A flagged broad cohort that is no longer flagged once the parts of the flagged finer
     cohorts inside it are taken out is explained by them."""
-    flagged = [(g, c) for g, c in zip(groups, candidates, strict=True) if g["flagged"]]
-    for g, (dim, _, mine, rest) in flagged:
-        for finer in _FINER.get(dim, ()):
-            idents = {p.ident for p in mine}
-            inside = [(fg, theirs) for fg, (fdim, _, theirs, _) in flagged
-                      if fdim == finer and {p.ident for p in theirs} <= idents]
+    flagged = [(g, c, parts.members(c.dim, c.value))
+               for g, c in zip(groups, candidates, strict=True) if g["flagged"]]
+    for g, c, mine in flagged:
+        for finer in _FINER.get(c.dim, ()):
+            inside = [(fg, theirs) for fg, fc, theirs in flagged
+                      if fc.dim == finer and theirs <= mine]
             if not inside:
                 continue
-            taken = {p.ident for _, theirs in inside for p in theirs}
-            left = [p for p in mine if p.ident not in taken]
-            k = sum(1 for p in left if p.incidents)
-            *_, still = _test(k, len(left), rest, tests, min_incidents, min_ratio, alpha)
+            taken = {i for _, theirs in inside for i in theirs}
+            left = mine - taken
+            k = sum(1 for i in left if parts.incidents[i])
+            *_, still = _test(k, len(left), c.rest, tests, min_incidents, min_ratio, alpha)
             if not still:
                 g["explained_by"] = ", ".join(f"{finer} {fg['value']}" for fg, _ in inside)
                 break

@@ -45,6 +45,16 @@ NETWORK_STATES = {"FAILED", "NODE_FAIL", "TIMEOUT"}  # the failed jobs the corre
 HOST_STATE = "NODE_FAIL"
 # A switch reboot takes all its ports down within a second or two; give clock skew room.
 COMMON_MODE_WINDOW = timedelta(seconds=30)
+# Vote dust (issue #25): a link whose only evidence is NCCL pair votes summing below this is not
+# listed as a suspect. Without forwarding tables each failing (host, peer) pair spreads one vote
+# over every link of the shortest paths between its two HCAs (blame._votes, as in 007): between
+# leaves of different pods of a 65,536-GPU three-tier fat tree that is ~2,100 links, ~0.0005 of
+# a vote each, and 13,137 of the 13,200 suspects of a day were such links. 0.01 is 1 % of one
+# pair's vote: a link that gets less lies on paths spread over more than 100 links, one of the
+# fabric's equal-cost paths, nothing a technician can act on. The votes still count wherever the
+# link has other evidence (a flap, a failed job, counters, optics) and in the blame's top-voted
+# link; the suspects JSON says how many links were left out (`vote_dust_links`).
+VOTE_DUST = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +148,8 @@ class Evidence:
     # the fabric's graph as the correlation built it: the report's findings ask it again
     # (building a second one was 0.7 s of `report` at 65,536 GPUs, issue #25)
     graph: graph.FabricGraph | None = None
+    # links left out of the ranking as vote dust (VOTE_DUST), counted by `rank.rank`
+    vote_dust_links: int = 0
 
 
 @dataclass(slots=True)

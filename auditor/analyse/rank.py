@@ -25,6 +25,7 @@ from auditor.analyse import ber
 from auditor.analyse.evidence import (
     COMMON_MODE_WINDOW,
     NCCL_DEATH_S,
+    VOTE_DUST,
     Evidence,
     LinkEvidence,
     NodeEvent,
@@ -36,7 +37,7 @@ from auditor.analyse.rules import Weights
 from auditor.analyse.rules import score as rule_score
 from auditor.analyse.survivors import HealthyJob
 from auditor.config import RankingSettings
-from auditor.models import NodeType
+from auditor.models import LinkKey, NodeType
 
 COMPONENTS = ("cable", "transceiver", "switch_port", "switch", "hca", "host")
 
@@ -95,8 +96,18 @@ def _fmt(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S") if at else "?"
 
 
+@dataclass(slots=True)
+class _Dust:
+    """The vote-dust links of a ranking (`VOTE_DUST`): `watched`, the links whose strong optics
+    watches make them suspects anyway (`_optics_verdicts`); `left_out`, how many were not
+    listed."""
+
+    watched: set[LinkKey]
+    left_out: int = 0
+
+
 def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
-                  w: Weights) -> Suspect | None:
+                  w: Weights, dust: _Dust | None = None) -> Suspect | None:
     give = w.give
     points = 0.0
     evidence: list[str] = []
@@ -254,6 +265,10 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
         evidence.append(f"{le.common_mode_flaps} flap(s) during a whole-switch/host event "
                         "(not counted)")
     if points <= 0:
+        return None
+    if (dust is not None and le.votes < VOTE_DUST and len(evidence) == 1
+            and scored.keys() == {"votes"} and le.link not in dust.watched):
+        dust.left_out += 1  # one of a failing pair's equal-cost paths, not a suspect
         return None
     ends = [_end(ev, g, p) for g, p in le.link]
     types = {ev.fabric.nodes[g].node_type for g, _ in le.link if g in ev.fabric.nodes}
@@ -497,7 +512,15 @@ def rank(ev: Evidence, cfg: RankingSettings | None = None) -> list[Suspect]:
     site's `[ranking] weights` (auditor/analyse/rules.py)."""
     cfg = cfg or RankingSettings()
     w = Weights(cfg.weights)
-    out = [s for le in ev.links.values() if (s := _link_suspect(ev, le, cfg, w)) is not None]
+    # A link of a failing pair's many equal-cost paths whose only evidence is its sliver of the
+    # pair's vote is not listed (VOTE_DUST), unless strong optics watches make it a transceiver
+    # suspect: the evidence says how many were left out.
+    watched = {link for link, watches in ev.watch.by_link().items()
+               if any(wt.strong(cfg.optics) for wt in watches)} if ev.watch else set()
+    dust = _Dust(watched)
+    out = [s for le in ev.links.values()
+           if (s := _link_suspect(ev, le, cfg, w, dust)) is not None]
+    ev.vote_dust_links = dust.left_out
     out += [_node_suspect(ev, n, w) for n in ev.nodes]
     _optics_verdicts(ev, out, cfg, w)
     out.sort(key=lambda s: (-s.points, s.first_at or ev.until))
@@ -598,4 +621,6 @@ def as_json(ev: Evidence, suspects: list[Suspect], limit: int | None = None) -> 
                  "other_causes": ev.jobs_other, "unexplained": ev.jobs_unexplained,
                  "killed_by_host": ev.jobs_host},
         "suspects": [suspect_json(i, s) for i, s in enumerate(shown, 1)],
+        # links only NCCL pair votes below VOTE_DUST point at: not listed (issue #25)
+        "vote_dust_links": ev.vote_dust_links,
     }

@@ -64,8 +64,8 @@ def record(store: Store, link: str, part: str, ticket: str, at: datetime,
         names = store.node_names()
         b = (peer[0], peer[1], names.get(peer[0], (peer[0], ""))[0]) if peer else None
     ports = {(a[0], a[1])} | ({(b[0], b[1])} if b else set())
-    serials = sorted({t["serial_number"] for t in store.transceivers()
-                      if (t["guid"], t["port"]) in ports and t["serial_number"]})
+    serials = sorted({t["serial_number"] for t in store.transceivers_at(sorted(ports))
+                      if t["serial_number"]})
     with store.transaction():
         rid = store.add_replacement(ticket, part, at, a, b, serials)
     return {"replacement_id": rid, "ticket": ticket, "part": part,

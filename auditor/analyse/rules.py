@@ -82,7 +82,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "below any link that killed a job"),
     Rule("votes", "failing NCCL pairs whose paths cross it", 2.0, "vote",
          "each failing (host, peer) pair spreads one vote over the links of its paths (007, "
-         "NSDI 2018)"),
+         "NSDI 2018); a link with nothing but less than 0.01 of a vote is not listed (vote "
+         "dust: one of a spread over more than 100 equal-cost links; issue #25)"),
     Rule("error_rate", "a symbol BER over its limit (or warning level), link-error recoveries or "
          "receive errors over their rates", 2.0, "port over its limit",
          "NVIDIA's field BER table (Field_BER_Thresholds.csv V06, Mellanox/ufm_sdk_3.0 0eea373; "

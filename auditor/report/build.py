@@ -116,7 +116,7 @@ def build_report(result: Audit, *, title: str = "InfiniBand fabric audit") -> do
             "hcas": sum(n.node_type == NodeType.HCA for n in ev.fabric.nodes.values()),
             "links": len(ev.fabric.links), "flaps": result.flaps, "suspects": len(ranked),
             "jobs_failed": ev.jobs_failed, "jobs_network": ev.jobs_network,
-            "jobs_killed_by_host": ev.jobs_host,
+            "jobs_killed_by_host": ev.jobs_host, "vote_dust_links": ev.vote_dust_links,
             "gpu_hours_lost": round(sum(s.gpu_hours_lost for s in ranked), 1),
         },
         "replacements": [_replacement(f, s) for f, s in zip(result.findings, suspects,

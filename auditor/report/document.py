@@ -49,6 +49,8 @@ class Summary(TypedDict):
     jobs_network: int
     gpu_hours_lost: float
     jobs_killed_by_host: NotRequired[int]  # added for #20: killed by their host going away
+    # added for #25: links only NCCL pair votes below VOTE_DUST point at, not listed
+    vote_dust_links: NotRequired[int]
 
 
 class End(TypedDict):

@@ -144,11 +144,25 @@ def suspects(data: dict[str, Any], notes: list[str], fmt: str, sources: str = ""
     return [f"window {data['window']['since']} .. {data['window']['until']}: "
             f"{jobs['failed']} failed job(s), {jobs['network']} from the network, "
             f"{jobs['other_causes']} from other causes, {jobs['unexplained']} unexplained",
+            *_dust_note(data),
             render_rows(rows, "table", title="suspects, best first"),
             *([inert(sources, NOTE_MAX)] if sources else []),
             # a note names hosts, switches and jobs: bounded like any cell of fabric text
             *(inert(f"could not see: {note}", NOTE_MAX) for note in notes),
             *watch_age(data)]
+
+
+def _dust_note(data: Mapping[str, Any]) -> list[str]:
+    """The line that says how many vote-dust links were not listed (issue #25); none when
+    none were."""
+    left_out = data.get("vote_dust_links") or 0
+    if not left_out:
+        return []
+    from auditor.analyse.evidence import VOTE_DUST  # only here: the evidence's imports weigh
+
+    return [f"{left_out} link(s) not listed: only NCCL pair votes below {VOTE_DUST} point at "
+            "them (each lies on paths spread over more than 100 links: equal-cost paths of "
+            "failing pairs, not suspects)"]
 
 
 def watch_list(data: dict[str, Any], fmt: str) -> list[str]:

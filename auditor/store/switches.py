@@ -62,3 +62,21 @@ class SwitchQueries(Connection):
 
     def transceivers(self) -> list[TransceiverRow]:
         return cast("list[TransceiverRow]", self.run_dicts("transceivers_latest"))
+
+    def transceivers_at(self, ports: Sequence[tuple[str, int | None]]) -> list[TransceiverRow]:
+        """The newest module in each of `ports` (GUID, port; the port may be None), in
+        transceivers_latest's order: the rows of those ports only."""
+        if not ports:
+            return []
+        wanted = sorted(set(ports), key=lambda gp: (gp[0], gp[1] is not None, gp[1] or 0))
+        return cast("list[TransceiverRow]", self.run_dicts(
+            "transceivers_of_ports", guids=[g for g, _ in wanted],
+            ports=[p for _, p in wanted]))
+
+    def cohort_parts(self, incidents: dict[tuple[str, int], int]
+                     ) -> list[tuple[str, str | None, str | None, str | None, str | None, int]]:
+        """The cohorts' parts as (ident, part number, vendor, firmware, lot, incidents), by
+        ident (cohort_parts.sql); `incidents`: per (GUID, port), the ports that had any."""
+        wanted = sorted(incidents.items())
+        return self.run("cohort_parts", guids=[g for (g, _), _ in wanted],
+                        ports=[p for (_, p), _ in wanted], incidents=[n for _, n in wanted])
