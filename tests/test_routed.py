@@ -58,6 +58,15 @@ def _port(routes: Routes, host: int) -> PortRef:
     return list(routes.ends)[host]
 
 
+def _cable_and_uplink(routes: Routes) -> tuple[PortRef, LinkKey, LinkKey]:
+    """Host 0's port, its cable and the first uplink of its leaf."""
+    a = _port(routes, 0)
+    leaf = routes.peer[a][0][0]
+    uplink = next(_key(routes, routes.peer[(leaf, p)][1]) for p in routes.cabled[leaf]
+                  if routes.peer[(leaf, p)][0][0] in routes.tables)
+    return a, _key(routes, routes.peer[a][1]), uplink
+
+
 def _both_ways(routes: Routes, a: PortRef, b: PortRef) -> set[LinkKey]:
     out = set()
     for src, dst in ((a, b), (b, a)):
@@ -150,11 +159,7 @@ def test_an_nccl_pair_votes_for_its_routes_both_ways(fabric: Fabric, routes: Rou
 
 def test_adaptive_routing_alternatives(fabric: Fabric, routes: Routes) -> None:
     g = graph.build_graph(fabric)
-    a = _port(routes, 0)
-    cable = _key(routes, routes.peer[a][1])
-    leaf = routes.peer[a][0][0]
-    uplink = next(_key(routes, routes.peer[(leaf, p)][1]) for p in routes.cabled[leaf]
-                  if routes.peer[(leaf, p)][0][0] in routes.tables)
+    a, cable, uplink = _cable_and_uplink(routes)
     assert ar_alternatives(cable, g, routes) == 0  # a host cable: no other way
     assert ar_alternatives(uplink, g, routes) == 3  # 4 spines: 3 other up ports
     assert ar_alternatives(uplink, g, None) == 3  # the graph knows a leaf's uplinks too
@@ -227,11 +232,7 @@ def test_with_adaptive_routing_an_absorbable_uplink_flap_is_the_last_killer_cand
     from auditor.nccl import DeathTime
 
     g = graph.build_graph(fabric)
-    a = _port(routes, 0)
-    cable = _key(routes, routes.peer[a][1])
-    leaf = routes.peer[a][0][0]
-    uplink = next(_key(routes, routes.peer[(leaf, p)][1]) for p in routes.cabled[leaf]
-                  if routes.peer[(leaf, p)][0][0] in routes.tables)
+    _, cable, uplink = _cable_and_uplink(routes)
     first = Flap(list(uplink), T0, T0 + timedelta(minutes=5))
     later = Flap(list(cable), T0 + timedelta(minutes=10), T0 + timedelta(minutes=11))
     death = DeathTime(8.6, 8.6, "test")
