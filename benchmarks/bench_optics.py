@@ -31,7 +31,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from auditor.analyse.optics import watch_list
+from auditor.analyse.optics.read import watch_list
 from auditor.config import OpticsSettings
 from auditor.ingest.captures import ingest_files
 from auditor.simulate.evaluate import load_optics

@@ -39,7 +39,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from auditor.analyse.optics import as_json, watch_list
+from auditor.analyse.optics.outputs import as_json
+from auditor.analyse.optics.read import watch_list
 from auditor.config import OpticsSettings
 from auditor.models import LaneReading, OpticsReading, Thresholds
 from auditor.store import Store

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analyse.optics import History, Module, WatchList, fit_all, theil_sen, watch_list
+from auditor.analyse.optics.fit import fit_all, theil_sen
+from auditor.analyse.optics.model import History, Module, WatchList
+from auditor.analyse.optics.read import watch_list
 from auditor.config import OpticsSettings
 from auditor.models import LaneReading, OpticsReading, Thresholds
 from auditor.store import SourceMeta, Store, utc_naive

@@ -12,16 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from auditor.analyse.optics import (
-    Assessment,
-    WatchList,
-    _bucket,
-    buckets,
-    fit_all,
-    histories,
-    histories_of,
-    watch_list,
-)
+from auditor.analyse.optics.fit import fit_all
+from auditor.analyse.optics.model import WatchList
+from auditor.analyse.optics.read import _bucket, buckets, histories, histories_of, watch_list
+from auditor.analyse.optics.rules import Assessment
 from auditor.config import OpticsSettings
 from auditor.models import LaneReading, OpticsReading, Thresholds
 from auditor.store import SourceMeta, Store, utc_naive

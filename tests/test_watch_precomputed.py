@@ -14,7 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.analyse.audit import audit
-from auditor.analyse.optics import WatchList, age_json, as_json, watch_list
+from auditor.analyse.optics.model import WatchList
+from auditor.analyse.optics.outputs import age_json, as_json
+from auditor.analyse.optics.read import watch_list
 from auditor.analyse.pipeline import RankSettings
 from auditor.analyse.watchlist import current, refresh
 from auditor.cli import app

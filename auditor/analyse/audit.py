@@ -21,7 +21,8 @@ from auditor.analyse.coverage import Coverage as SeenCoverage
 from auditor.analyse.coverage import blind_spots
 from auditor.analyse.evidence import Evidence
 from auditor.analyse.flaps import Flap
-from auditor.analyse.optics import Trace, WatchList, trace
+from auditor.analyse.optics.model import WatchList
+from auditor.analyse.optics.outputs import Trace, trace
 from auditor.analyse.pipeline import RankSettings, rank_window
 from auditor.analyse.rank import Suspect
 

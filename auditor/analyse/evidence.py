@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from auditor import graph
 from auditor.analyse import ber
 from auditor.analyse.flaps import Flap
-from auditor.analyse.optics import WatchList
+from auditor.analyse.optics.model import WatchList
 from auditor.models import EdgeKey, Fabric, LinkKey, NodeType, PortKey, ipoib_link_local_to_guid
 
 if TYPE_CHECKING:

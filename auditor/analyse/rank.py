@@ -30,9 +30,10 @@ from auditor.analyse.evidence import (
     LinkEvidence,
     NodeEvent,
 )
-from auditor.analyse.optics import FLAPPED_MIN, WatchJSON, watch_json
-from auditor.analyse.optics import action as optics_action
-from auditor.analyse.optics import evidence_line as optics_evidence
+from auditor.analyse.optics.model import FLAPPED_MIN
+from auditor.analyse.optics.outputs import WatchJSON, watch_json
+from auditor.analyse.optics.outputs import action as optics_action
+from auditor.analyse.optics.outputs import evidence_line as optics_evidence
 from auditor.analyse.rules import Weights
 from auditor.analyse.rules import score as rule_score
 from auditor.analyse.survivors import HealthyJob

@@ -103,7 +103,7 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("host_event", "a host that went away: its rails down together, or a flap its boot or "
          "Slurm records, counters, NODE_FAIL or NCCL peers tie to it", 2.0, "event",
          "issue #20: a host is not its cables"),
-    Rule("optics", "a transceiver diagnostics trend (auditor/analyse/optics.py)", 2.0,
+    Rule("optics", "a transceiver diagnostics trend (auditor/analyse/optics/)", 2.0,
          "strength (0-1) of the strongest watch",
          "about a flapping link's weight, below any link that killed a job (issue #14)",
          (("alone", 2.0, "points of a link with a strong trend and no other evidence"),)),

@@ -35,14 +35,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from auditor.analyse.optics import (
-    Finding,
-    Module,
-    Watch,
-    WatchList,
-    port_reader,
-    watch_list,
-)
+from auditor.analyse.optics.model import Finding, Module, Watch, WatchList
+from auditor.analyse.optics.read import port_reader, watch_list
 from auditor.config import OpticsSettings
 from auditor.models import PortKey
 from auditor.store import Store, utc_naive

@@ -401,7 +401,7 @@ def suspects(
         auditor suspects --since 7d --until 2026-11-30T06:00:00Z --format json
     """
     from auditor.analyse.coverage import blind_spots
-    from auditor.analyse.optics import age_json
+    from auditor.analyse.optics.outputs import age_json
     from auditor.analyse.pipeline import RankSettings, rank_window
     from auditor.report import views
     from auditor.store import utc_naive
@@ -442,7 +442,7 @@ def watch_list_cmd(since: SinceOpt = "30d", until: UntilOpt = None,
         auditor watch-list --until 2026-11-30T06:00:00Z --format json
         auditor watch-list --refresh
     """
-    from auditor.analyse.optics import as_json
+    from auditor.analyse.optics.outputs import as_json
     from auditor.analyse.watchlist import current
     from auditor.analyse.watchlist import refresh as store_fresh
     from auditor.report import views

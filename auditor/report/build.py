@@ -16,7 +16,8 @@ from typing import overload
 from auditor.analyse import outcomes
 from auditor.analyse.audit import Audit, Finding, Neighbourhood, Place
 from auditor.analyse.cohorts import Cohorts
-from auditor.analyse.optics import UNIT, Trace, age_json, watch_json
+from auditor.analyse.optics.model import UNIT
+from auditor.analyse.optics.outputs import Trace, age_json, watch_json
 from auditor.analyse.outcomes import Outcomes
 from auditor.analyse.rank import SuspectJSON, suspect_json
 from auditor.models import NodeType

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypedDict
 
 from auditor.analyse.cohorts import CohortJSON
-from auditor.analyse.optics import WatchJSON
+from auditor.analyse.optics.outputs import WatchJSON
 from auditor.analyse.outcomes import EpisodeJSON, GroupJSON, WeightJSON
 from auditor.analyse.rank import SuspectJSON
 

@@ -19,7 +19,7 @@ from typing import Any, overload
 
 import jinja2
 
-from auditor.analyse.optics import LABEL
+from auditor.analyse.optics.model import LABEL
 from auditor.report import document, svg
 from auditor.safe_text import NAME_MAX, TEXT_MAX, inert
 
