@@ -21,6 +21,7 @@ from auditor.ingest.captures import ingest_files
 from auditor.ops.sweep import sweep
 from auditor.simulate.ibsim import FatTree, IbSim, expected_links, write_net_file
 from auditor.store import Store
+from tests.ibsim_counters import inject_counter
 
 pytestmark = [pytest.mark.ibsim, pytest.mark.usefixtures("need_ibsim")]
 
@@ -108,8 +109,8 @@ def test_injected_counters_are_stored_per_port(tmp_path: Path, db: Path) -> None
     with IbSim(write_net_file(TREE), tmp_path / "sim") as sim:
         sim.opensm_once()
         topo = capture(sim, tmp_path / "t0", "ibnetdiscover")
-        sim.set_counter("leaf01", TREE.uplink_port(1), "SymbolErrorCounter", 1234)
-        sim.set_counter("leaf01", TREE.uplink_port(1), "LinkDownedCounter", 3)
+        inject_counter(sim, "leaf01", TREE.uplink_port(1), "SymbolErrorCounter", 1234)
+        inject_counter(sim, "leaf01", TREE.uplink_port(1), "LinkDownedCounter", 3)
         errs = capture(sim, tmp_path / "t1", "ibqueryerrors --skip-sl")
         lid = TREE.leaf_lid(1)
         pq = sim.run("perfquery", str(lid), str(TREE.uplink_port(1)))

@@ -22,6 +22,7 @@ from auditor.ingest.captures import ingest_files
 from auditor.simulate.ibsim import FatTree, IbSim, write_net_file
 from auditor.store import Store
 from tests.conftest import need
+from tests.ibsim_counters import inject_counter
 from tests.snmp_agent.launcher import Snmpd, unavailable_reason
 
 runner = CliRunner()
@@ -216,8 +217,8 @@ def test_flap_on_the_ibsim_fabric_seen_by_sweeps_and_link_downed(tmp_path: Path)
         sweep(sim, t0, "t0")
         sim.unlink("leaf02", uplink)
         # ibsim does not count link-downs itself; the real switch would, on both ends.
-        sim.set_counter("leaf02", uplink, "LinkDownedCounter", 1)
-        sim.set_counter("spine01", 2, "LinkDownedCounter", 1)
+        inject_counter(sim, "leaf02", uplink, "LinkDownedCounter", 1)
+        inject_counter(sim, "spine01", 2, "LinkDownedCounter", 1)
         sweep(sim, t0 + timedelta(minutes=1), "t1")
         sim.relink("leaf02", uplink)
         sim.opensm_once()

@@ -20,6 +20,7 @@ from auditor.simulate.ibsim import (
     ibsim_limit_args,
     write_net_file,
 )
+from tests.ibsim_counters import inject_counter
 
 SMALL = FatTree(spines=2, leaves=4, hosts_per_leaf=2)  # leaf ports 1-2 hosts, 3-4 spines
 # 2 pods x (2 leaves + 2 spines), 2 cores (one per plane); LIDs cores 1-2, spines 3-6, leaves
@@ -193,8 +194,8 @@ def test_unlink_takes_both_ends_down_and_relink_restores(fabric: IbSim) -> None:
 @pytest.mark.ibsim
 @needs_ibsim
 def test_injected_counters_show_in_perfquery_and_ibqueryerrors(fabric: IbSim) -> None:
-    assert fabric.set_counter("leaf01", 3, "SymbolErrorCounter", 1234) == 1234
-    assert fabric.set_counter("leaf01", 3, "PortCounters.LinkDownedCounter", 1000) == 255  # 8 bits
+    assert inject_counter(fabric, "leaf01", 3, "SymbolErrorCounter", 1234) == 1234
+    assert inject_counter(fabric, "leaf01", 3, "PortCounters.LinkDownedCounter", 1000) == 255  # 8 bits
     counters = fabric.run("perfquery", "3", "3").stdout
     assert re.search(r"^SymbolErrorCounter:\.+1234$", counters, re.MULTILINE)
     assert re.search(r"^LinkDownedCounter:\.+255$", counters, re.MULTILINE)
@@ -207,7 +208,7 @@ def test_injected_counters_show_in_perfquery_and_ibqueryerrors(fabric: IbSim) ->
         in errors.stdout
     )
     with pytest.raises(IbSimError, match="not found"):
-        fabric.set_counter("no-such-node", 1, "SymbolErrorCounter", 1)
+        inject_counter(fabric, "no-such-node", 1, "SymbolErrorCounter", 1)
 
 
 @pytest.mark.ibsim

@@ -55,6 +55,7 @@ __all__ = [
     "check_read_only",
     "expected_links",
     "ibsim_limit_args",
+    "quote_node",
     "umad2sim_library",
     "unavailable_reason",
     "write_net_file",
@@ -216,7 +217,6 @@ def _check_reset_options(tool: str, args: list[str]) -> None:
 _NAME_OK = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _PROMPT = re.compile(r"sim(?: \(inactive\))?> ")
 _CONSOLE_ERROR = re.compile(r"^# |unknown - skipped|bad param", re.MULTILINE)
-_SET_REPLY = re.compile(r"has been set to (\d+)")
 # client variables that would point a tool at another simulator (UDP mode) or preload twice
 _CLIENT_ENV_DROP = ("LD_PRELOAD", "IBSIM_SERVER_NAME", "IBSIM_SERVER_PORT", "SIM_HOST")
 
@@ -232,7 +232,7 @@ def _die_with_parent_prefix() -> list[str]:
     return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
-def _quote_node(node: str) -> str:
+def quote_node(node: str) -> str:
     if not node or any(c in node for c in '"\n['):
         raise ValueError(f"bad node id {node!r}")
     return f'"{node}"'
@@ -483,7 +483,7 @@ class IbSim:
         if routing_engine is not None:
             if not re.fullmatch(r"[a-z_0-9,]+", routing_engine):
                 raise ValueError(f"bad routing engine {routing_engine!r}")
-            args += ["-R", routing_engine]
+            args += ["--routing_engine", routing_engine]
         if not 0 <= lmc <= 7:
             raise ValueError("LMC is 0..7")
         if lmc:
@@ -537,7 +537,8 @@ class IbSim:
                     raise IbSimError(f"no console reply to {commands!r} within {timeout} s")
                 time.sleep(0.01)
 
-    def _checked(self, command: str) -> str:
+    def command(self, command: str) -> str:
+        """One console command; IbSimError when ibsim refuses it."""
         reply = self.console(command)
         if _CONSOLE_ERROR.search(reply):
             raise IbSimError(f"ibsim refused {command!r}: {reply.strip()}")
@@ -545,26 +546,10 @@ class IbSim:
 
     def unlink(self, node: str, port: int | None = None) -> str:
         """Pull a cable: both ends go Down/Polling. ``port=None`` unlinks the whole node."""
-        where = _quote_node(node) + ("" if port is None else f"[{port}]")
-        return self._checked(f"Unlink {where}")
+        where = quote_node(node) + ("" if port is None else f"[{port}]")
+        return self.command(f"Unlink {where}")
 
     def relink(self, node: str, port: int | None = None) -> str:
         """Put a cable back: both ends go Initialize/LinkUp (Active after ``opensm_once``)."""
-        where = _quote_node(node) + ("" if port is None else f"[{port}]")
-        return self._checked(f"ReLink {where}")
-
-    def set_counter(self, node: str, port: int, field: str, value: int) -> int:
-        """Set a PMA counter; returns the value ibsim stored (it clamps to the field width).
-
-        ``field`` is ``PortCounters.SymbolErrorCounter`` or just ``SymbolErrorCounter``
-        (meaning PortCounters); other attributes such as ``PortCountersExtended.*`` work too.
-        """
-        if not re.fullmatch(r"[A-Za-z]+(\.[A-Za-z0-9]+)?", field) or value < 0:
-            raise ValueError(f"bad counter {field}={value}")
-        if "." not in field:
-            field = f"PortCounters.{field}"
-        reply = self._checked(f"PerformanceSet {_quote_node(node)}[{port}] {field}={value}")
-        stored = _SET_REPLY.search(reply)
-        if stored is None:
-            raise IbSimError(f"unexpected reply to PerformanceSet: {reply.strip()}")
-        return int(stored.group(1))
+        where = quote_node(node) + ("" if port is None else f"[{port}]")
+        return self.command(f"ReLink {where}")
