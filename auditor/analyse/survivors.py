@@ -365,7 +365,7 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                 wait = wait_of(job_id)
                 if job_id in seen or not lasted - MARGIN_S > wait:
                     continue
-                if job["end_at"] < back and job["end_at"] < up + RAN_AFTER_COMPLETED and (
+                if job["end_at"] < up + RAN_AFTER_COMPLETED and (
                         job["end_at"] - RAN_AFTER < down + timedelta(seconds=wait)):
                     continue  # ended inside the flap too soon after its NCCL would give up
                 if failed_later and job_id in failed_later and failed_later[job_id] < back:
