@@ -141,8 +141,13 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
     points -= w.take(scored, ("long_flap", "flaps"), cut)
     ar_said = ""
     if le.ar_alternatives and real and not (le.jobs or le.votes or le.port_errors):
+        # The issue asks that a flap AR absorbs weigh less than a host cable's flap that jobs
+        # lived through (ABSORBED_FLAP): the share comes off whatever the flaps still weigh,
+        # down to that share of an absorbed flap each (an unstable link stays listed).
         flap_points = scored.get("flaps", 0.0) + scored.get("long_flap", 0.0)
-        off = w["adaptive_routing"] * max(0.0, flap_points - ABSORBED_FLAP * len(real))
+        share = w["adaptive_routing"]
+        off = min(share * flap_points,
+                  max(0.0, flap_points - (1 - share) * ABSORBED_FLAP * len(real)))
         if off > 0:
             points -= w.take(scored, ("long_flap", "flaps"), off)
             ar_said = (f"adaptive routing can send its flows out of {le.ar_alternatives} other "
