@@ -218,6 +218,10 @@ def test_an_absorbable_uplink_flap_jobs_lived_through_weighs_less_than_a_host_ca
     assert 0 < absorbed.score < host.score
     # three absorbed uplink flaps weigh less than one host cable's long flap on an idle host
     assert absorbed.score < one_idle_flap.score < host.score
+    # a flap shorter than NCCL waits spares the traffic with or without AR: nothing off
+    short = [Flap(list(uplink), f.down_at, f.down_at + timedelta(seconds=4)) for f in flaps]
+    assert (_ranked(fabric, LinkEvidence(uplink, flaps=list(short), ar_alternatives=3)).score
+            == _ranked(fabric, LinkEvidence(uplink, flaps=list(short))).score)
 
 
 def test_fabric_adaptive_routing_setting(tmp_path: Path) -> None:

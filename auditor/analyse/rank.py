@@ -141,12 +141,14 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
     points -= w.take(scored, ("long_flap", "flaps"), cut)
     ar_said = ""
     if le.ar_alternatives and real and not (le.jobs or le.votes or le.port_errors):
-        # The issue asks that a flap AR absorbs weigh less than a host cable's flap that jobs
-        # lived through (ABSORBED_FLAP): the share comes off whatever the flaps still weigh,
-        # down to that share of an absorbed flap each (an unstable link stays listed).
+        # AR decides whether a long flap kills the traffic; a short one kills none either way
+        # (NCCL's retries ride it out), so the share comes off the long flaps' part of what the
+        # flaps still weigh. The issue asks that a flap AR absorbs weigh less than a host
+        # cable's flap that jobs lived through (ABSORBED_FLAP): down to (1 - share) of one
+        # each, never to nothing (an unstable link stays listed).
         flap_points = scored.get("flaps", 0.0) + scored.get("long_flap", 0.0)
         share = w["adaptive_routing"]
-        off = min(share * flap_points,
+        off = min(share * flap_points * long_flaps / len(real),
                   max(0.0, flap_points - (1 - share) * ABSORBED_FLAP * len(real)))
         if off > 0:
             points -= w.take(scored, ("long_flap", "flaps"), off)
