@@ -64,8 +64,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "nothing, and they add no downtime either)", 2.0, "long flap",
          _NCCL_8_6),
     Rule("adaptive_routing", "flaps of an up link that adaptive routing routes around (the "
-         "switch has other equal-cost up ports), when no job died of it and no NCCL error "
-         "points at it", 0.5, "share of its flap points taken off",
+         "switch has other equal-cost up ports), when no job died of it (NCCL error pairs' "
+         "votes keep their share)", 0.5, "share of its flap points taken off",
          "[fabric] adaptive_routing = true (issue #23): Quantum AR moves a flow to another port "
          "of its AR group when the port goes down, so a long flap spares the traffic (a short "
          "one spares it anyway). The share comes off the long flaps' part of what its flaps "
