@@ -16,7 +16,14 @@ import pytest
 
 from auditor import graph
 from auditor.analyse.blame import Footprints, _footprint, pair_paths
-from auditor.analyse.evidence import Evidence, Hcas, HostResolver, LinkEvidence, link_of
+from auditor.analyse.evidence import (
+    Evidence,
+    Hcas,
+    HealthyJob,
+    HostResolver,
+    LinkEvidence,
+    link_of,
+)
 from auditor.analyse.flaps import Flap
 from auditor.analyse.paths import PortRef, Routes
 from auditor.analyse.rank import Suspect, rank
@@ -192,6 +199,29 @@ def test_a_flap_adaptive_routing_absorbs_weighs_less_unless_it_killed(
     killed = LinkEvidence(uplink, flaps=list(flaps), jobs=[job])
     killed_ar = LinkEvidence(uplink, flaps=list(flaps), jobs=[job], ar_alternatives=3)
     assert _ranked(fabric, killed_ar).score == _ranked(fabric, killed).score
+
+
+def test_an_absorbable_uplink_flap_jobs_lived_through_weighs_less_than_a_host_cables(
+        fabric: Fabric, routes: Routes) -> None:
+    """The issue: a flap absorbed by AR must not count as much as a flap on a host cable. With
+    a sure survivor each, the host cable's flaps weigh an absorbed flap each; the uplink's,
+    that AR routes around, weigh less, and still more than nothing."""
+    _, cable, uplink = _cable_and_uplink(routes)
+    flaps = [Flap(list(uplink), T0 + timedelta(hours=h), T0 + timedelta(hours=h, minutes=10))
+             for h in (-9, -6, -3)]
+    survived = [HealthyJob("41", i, 1.0, "its Using list names the HCA") for i in range(3)]
+    host = _ranked(fabric, LinkEvidence(cable, flaps=[Flap(list(cable), f.down_at, f.up_at)
+                                                     for f in flaps], healthy=list(survived)))
+    absorbed = _ranked(fabric, LinkEvidence(uplink, flaps=list(flaps), healthy=list(survived),
+                                            ar_alternatives=3))
+    one_idle_flap = _ranked(fabric, LinkEvidence(cable, flaps=flaps[:1], idle_flaps=flaps[:1]))
+    assert 0 < absorbed.score < host.score
+    # three absorbed uplink flaps weigh less than one host cable's long flap on an idle host
+    assert absorbed.score < one_idle_flap.score < host.score
+    # a flap shorter than NCCL waits spares the traffic with or without AR: nothing off
+    short = [Flap(list(uplink), f.down_at, f.down_at + timedelta(seconds=4)) for f in flaps]
+    assert (_ranked(fabric, LinkEvidence(uplink, flaps=list(short), ar_alternatives=3)).score
+            == _ranked(fabric, LinkEvidence(uplink, flaps=list(short))).score)
 
 
 def test_fabric_adaptive_routing_setting(tmp_path: Path) -> None:

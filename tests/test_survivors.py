@@ -247,6 +247,27 @@ def test_a_cable_that_killed_a_job_keeps_its_points_whoever_else_lived(tmp_path:
     assert (mine["rank"], mine["score"]) == (without["rank"], without["score"])
 
 
+def test_a_failing_pairs_vote_keeps_only_its_share_of_what_survivors_take_off(
+        tmp_path: Path) -> None:
+    """A failing pair spreads one vote over the links its routes may cross (issue #23: with
+    adaptive routing, a hundred of them): a hundredth of a vote keeps a hundredth of the
+    points the jobs that lived through the flap take off, a whole vote keeps them all."""
+    db, link, names = _build(tmp_path, killer=False)
+    ev = _gather(db)
+    le = ev.links[link]
+    alone = _mine(as_json(ev, rank(ev)), names)["survived_points_off"]
+    assert alone > 3
+    le.voters = {"110"}
+    le.votes = 0.01
+    dust = _mine(as_json(ev, rank(ev)), names)
+    assert dust["survived_points_off"] == pytest.approx(0.99 * alone, abs=0.01)
+    assert any("0.01 of a vote, so 99% of the cut stands" in line for line in dust["evidence"])
+    le.votes = 1.0
+    whole = _mine(as_json(ev, rank(ev)), names)
+    assert whole["survived_points_off"] == 0
+    assert any("killing evidence wins" in line for line in whole["evidence"])
+
+
 # ------------------------------------------------------------------ a generated scenario
 
 

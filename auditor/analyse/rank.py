@@ -9,9 +9,9 @@ port failover, a symbol BER over its limit (NVIDIA's field table, `auditor/analy
 `[ranking] ber_limits`) or link-error recoveries / receive errors over their hourly thresholds,
 a growing or climbing error rate, saturated counters, a degraded width or speed, whole-switch
 and whole-host events, transceiver trends. Jobs that crossed a link through a long flap and
-completed take points off its flaps (`_healthy_cut`), unless a failed job, NCCL error pairs or
-a port-error event point at it. The score is `rules.score(points)`. Each suspect names the
-rules that gave it points (`rules`).
+completed take points off its flaps (`_healthy_cut`), unless a failed job or a port-error
+event points at it; NCCL error pairs' votes keep their share of those points. The score is
+`rules.score(points)`. Each suspect names the rules that gave it points (`rules`).
 """
 
 from __future__ import annotations
@@ -140,9 +140,17 @@ def _link_suspect(ev: Evidence, le: LinkEvidence, cfg: RankingSettings,
     # the rules that gave the flaps their points give back what crossing jobs took
     points -= w.take(scored, ("long_flap", "flaps"), cut)
     ar_said = ""
-    if le.ar_alternatives and real and not (le.jobs or le.votes or le.port_errors):
+    if le.ar_alternatives and real and not (le.jobs or le.port_errors or le.votes >= 1):
+        # AR decides whether a long flap kills the traffic; a short one kills none either way
+        # (NCCL's retries ride it out), so the share comes off the long flaps' part of what the
+        # flaps still weigh. The issue asks that a flap AR absorbs weigh less than a host
+        # cable's flap that jobs lived through (ABSORBED_FLAP): down to (1 - share) of one
+        # each, never to nothing (an unstable link stays listed).
         flap_points = scored.get("flaps", 0.0) + scored.get("long_flap", 0.0)
-        off = w["adaptive_routing"] * max(0.0, flap_points - ABSORBED_FLAP * len(real))
+        share = w["adaptive_routing"]
+        off = min(share * flap_points * long_flaps / len(real),
+                  max(0.0, flap_points - (1 - share) * ABSORBED_FLAP * len(real)))
+        off *= 1.0 - le.votes  # as in _healthy_cut: the pair's vote keeps its share
         if off > 0:
             points -= w.take(scored, ("long_flap", "flaps"), off)
             ar_said = (f"adaptive routing can send its flows out of {le.ar_alternatives} other "
@@ -344,13 +352,14 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
     real NCCL_IB_HCA or the switches' tables); a job idle on the network for the whole flap (a
     checkpoint, an evaluation) survives it without any failover; a link no job crossed keeps
     its points; the flaps never weigh less than ABSORBED_FLAP each (an unstable link stays
-    listed); and killing evidence wins: a failed job blamed on the link, NCCL error pairs voting
-    for it or an HCA port-error event leave its points as they are (jobs without failover still
-    die on it)."""
+    listed); and killing evidence wins: a failed job blamed on the link or an HCA port-error
+    event leave its points as they are (jobs without failover still die on it), and NCCL error
+    pairs' votes keep their share v of the cut (v: the chance the link was the one that failed
+    its pair; a whole vote or more keeps all of it)."""
     ids = sorted({h.job_id for h in le.healthy})
     shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
     head = f"survived by {len(ids)} job(s) that crossed it ({shown})"
-    if le.jobs or le.votes or le.port_errors:
+    if le.jobs or le.port_errors or le.votes >= 1:
         why = (f"it killed {len(le.jobs)} job(s)" if le.jobs else
                f"the NCCL errors of {len(le.voters | le.port_errors)} failed job(s) point here")
         return 0.0, f"{head}, but {why}: killing evidence wins, no points taken off"
@@ -378,6 +387,14 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
         kept + 0.5 * math.log2(1 + keep * down / NCCL_DEATH_S))
     # Never below what the flaps weigh absorbed (a lone short flap already weighs that).
     cut = min(max(0.0, cut), max(0.0, flap_points - ABSORBED_FLAP * len(real)))
+    # A failing pair spreads one vote over the links its routes may cross: a link's share is
+    # the chance it was the one that failed that pair. Only that share of the cut stands back
+    # for the killing evidence (one of 100 equal-cost links: 0.01; a sole path: all of it).
+    voted = ""
+    if le.votes:
+        cut *= 1.0 - le.votes
+        voted = (f"; the NCCL errors of {len(le.voters)} failed job(s) give it {le.votes:.2f} "
+                 f"of a vote, so {1 - le.votes:.0%} of the cut stands")
     how: dict[tuple[str, float], int] = {}
     for h in surest.values():
         how[(h.how, h.weight)] = how.get((h.how, h.weight), 0) + 1
@@ -386,7 +403,7 @@ def _healthy_cut(le: LinkEvidence, until: datetime, flap_points: float) -> tuple
     return cut, (f"{head}: its flaps did not kill traffic (a failover, adaptive routing or an "
                  f"unused port, not a deadly cable); {crossed} of its {len(real)} flap(s) "
                  f"crossed; how sure each crossing is: {sure}; the chance its flaps kill what "
-                 f"crosses them falls from {DEADLY_PRIOR:.0%} to {deadly:.0%}: "
+                 f"crosses them falls from {DEADLY_PRIOR:.0%} to {deadly:.0%}{voted}: "
                  f"{cut:.1f} points off")
 
 

@@ -64,11 +64,14 @@ RULES: dict[str, Rule] = {r.name: r for r in (
          "nothing, and they add no downtime either)", 2.0, "long flap",
          _NCCL_8_6),
     Rule("adaptive_routing", "flaps of an up link that adaptive routing routes around (the "
-         "switch has other equal-cost up ports), when no job died of it and no NCCL error "
-         "points at it", 0.5, "share of its flap points taken off",
+         "switch has other equal-cost up ports), when no job died of it (NCCL error pairs' "
+         "votes keep their share)", 0.5, "share of its flap points taken off",
          "[fabric] adaptive_routing = true (issue #23): Quantum AR moves a flow to another port "
-         "of its AR group when the port goes down, so the flap spares the traffic; the flaps "
-         "never weigh less than an absorbed flap each (an unstable link stays listed)"),
+         "of its AR group when the port goes down, so a long flap spares the traffic (a short "
+         "one spares it anyway). The share comes off the long flaps' part of what its flaps "
+         "still weigh, down to (1 - share) of an absorbed flap each: an AR-absorbed flap "
+         "weighs less than a host cable's flap that jobs lived through (the issue asks it), "
+         "and an unstable link stays listed"),
     Rule("counted_down", "link-downs only LinkDownedCounter saw", 1.0, "counter step",
          "a link-down of unknown length, no log of it"),
     Rule("killed_job", "failed jobs blamed on it, and their GPU-hours", 3.0, "failed job",
