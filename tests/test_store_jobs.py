@@ -170,3 +170,27 @@ def test_no_jobs_at_all(tmp_path: Path) -> None:
         assert store.job_host_names() == []
         assert store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-a"]) == []
         assert store.jobs_during(T0, UNTIL, span, ["gpu-a"]) == []
+
+
+def test_more_job_logs_than_one_statement_takes_are_all_stored(tmp_path: Path) -> None:
+    """add_job_logs stores its logs in statements of a few hundred (the Using lists of 6,600
+    logs in one statement took 4.4 GB, issue #25): every log and its Using list arrives, across
+    the statements' boundaries."""
+    from auditor.store import JobLogMeta
+    from auditor.store.jobs import _LOGS_A_STATEMENT
+
+    at = (T0 + 2 * H).replace(tzinfo=None)
+    count = 2 * _LOGS_A_STATEMENT + 3
+    logs = [JobLogMeta(100 + i, None, frozenset({f"gpu-{i}"}), at, at, at,
+                       ("2.21.5",), 20, 7,
+                       frozenset({(f"gpu-{i}", f"mlx5_{r}") for r in range(i % 3 + 1)}), None)
+            for i in range(count)]
+    with _store(tmp_path / "j.duckdb") as store:
+        store.add_job_logs(logs)
+        stored = store.job_logs(T0, UNTIL)
+    assert [r["source_id"] for r in sorted(stored, key=lambda r: r["source_id"])] == [
+        m.source_id for m in logs]
+    by_source = {r["source_id"]: r for r in stored}
+    for m in logs:
+        row = by_source[m.source_id]
+        assert list(zip(row["using_hosts"], row["using_devices"], strict=True)) == sorted(m.using)
