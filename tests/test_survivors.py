@@ -16,7 +16,7 @@ import pytest
 
 from auditor.analyse.correlate import gather
 from auditor.analyse.evidence import Evidence, link_of
-from auditor.analyse.rank import as_json, rank
+from auditor.analyse.rank import ABSORBED_FLAP, as_json, rank
 from auditor.ingest.captures import ingest_files
 from auditor.ingest.common import LogOptions
 from auditor.ingest.jobs import JobOptions, ingest_job_files
@@ -184,7 +184,7 @@ def test_only_jobs_whose_traffic_crossed_the_cable_count(tmp_path: Path) -> None
                                        "109): its flaps did not kill traffic")
     # A sure crossing: the one long flap weighs what an absorbed flap weighs.
     assert before["survived_points_off"] > 3
-    assert before["score"] == round(1 - 2.718281828459045 ** (-0.5 / 6), 3)
+    assert before["score"] == round(1 - 2.718281828459045 ** (-ABSORBED_FLAP / 6), 3)
     le.healthy = []
     plain = _mine(as_json(ev, rank(ev)), names)
     assert plain["score"] > before["score"] and plain["survived_jobs"] == []

@@ -321,8 +321,11 @@ def _ber_sentence(measured: ber.PortBer, limit: ber.Limit) -> str:
             f"{bits}, {side} ({limit.source})")
 
 
-# A flap that crossing jobs lived through weighs what a reseat that killed nothing weighs.
-ABSORBED_FLAP = 0.5
+# What a flap that crossing jobs lived through still weighs: its chance of killing traffic is
+# near nothing, so it stands only for an unstable link. Three of them weigh less than one long
+# flap of a host cable whose host ran no job (1 point, its harm unknown: 9 in 10 a job on it
+# would have died, DEADLY_PRIOR), and a little less than a lone reseat (0.5).
+ABSORBED_FLAP = 0.3
 # Before any job is seen crossing it, how likely a link's flaps longer than NCCL waits are to
 # kill the traffic that crosses them: nothing absorbs them by default (NCCL's port failover is
 # opt-in from 2.29, adaptive routing is a subnet manager mode), so 9 in 10.
