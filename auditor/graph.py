@@ -103,7 +103,7 @@ class FabricGraph:
 
     def neighbors(self, guid: str) -> Iterator[str]:
         adj = self.adj
-        if isinstance(adj, _Adjacency) and guid in self.nodes and not adj.made(guid):
+        if isinstance(adj, _Adjacency) and guid in self.nodes and not dict.__contains__(adj, guid):
             # in the order of their first link, as the adjacency has them, without making it
             # (the leaves of the 30,000 HCAs of a month's failed jobs at 65,536 GPUs)
             return iter(dict.fromkeys(adj.rows.peers(guid)))
@@ -206,9 +206,12 @@ class _Edges(Mapping[EdgeKey, tuple[str, str, Link]]):
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        if not (isinstance(key, tuple) and len(key) == 4 and key[0] in self._adj):
+        adj = self._adj
+        if not (isinstance(key, tuple) and len(key) == 4 and key[0] in adj):
             return False
-        found = self._adj[key[0]].get(key[2])
+        if not adj.made(key[0]):  # its links to key[2] only, without their objects
+            return key in adj.rows.keys_to(key[0], (key[2],))
+        found = adj[key[0]].get(key[2])
         return found is not None and key in found
 
     def _keys(self) -> dict[EdgeKey, None]:

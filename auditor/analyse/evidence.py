@@ -226,7 +226,9 @@ class HostResolver:
 
 
 def link_keys(keys: list[tuple[str, int, str, int]]) -> list[LinkKey]:
-    return [as_link(k) for k in keys]
+    # map: the cache's lookups in C (a path between two pods of a 65,536-GPU fat tree has
+    # 2,100 links, and a day's failed jobs ask for hundreds of paths)
+    return list(map(as_link, keys))
 
 
 # A fabric's links: a month's ranking converts each thousands of times. 2**18 holds the 196,608
@@ -276,8 +278,9 @@ class Cables:
             # links), its leaves without its links' objects (issue #25: 30,000 HCAs at 65,536
             # GPUs)
             nodes = self.g.nodes
+            flapped = self._flapped_at.get(guid)
             found = self._hca[guid] = (
-                tuple(as_link(k) for k in self._flapped_at.get(guid, ())),
+                tuple(map(as_link, flapped)) if flapped else (),
                 [n for n in self.g.neighbors(guid) if nodes[n]["node_type"] == NodeType.SWITCH])
         return found
 

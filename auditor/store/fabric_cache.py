@@ -613,10 +613,13 @@ class _LinkRows(LinkRows):
         links = self._cache.parts["links"]
         ids, n, strings = links.ids, links.rows, links.lists[_S]
         mine = self._cache.parts["keys"].ids[k]  # the node's GUID, as links' columns index it
-        first = self._firsts[k]
+        first, count = self._firsts[k], self._counts[k]
         try:
+            if count == 1:  # an HCA's
+                row = self._adjacent[first]
+                return [strings[ids[2 * n + row] if ids[row] == mine else ids[row]]]
             return [strings[ids[2 * n + row] if ids[row] == mine else ids[row]]
-                    for row in self._adjacent[first:first + self._counts[k]]]
+                    for row in self._adjacent[first:first + count]]
         except IndexError:
             raise _damaged("an index past its list") from None
 
