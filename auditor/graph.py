@@ -109,6 +109,18 @@ class FabricGraph:
             return iter(dict.fromkeys(adj.rows.peers(guid)))
         return iter(adj[guid])
 
+    def neighbor_lists(self, guids: list[str]) -> list[list[str]]:
+        """`list(neighbors(guid))` of each of `guids` (nodes of the graph), at once."""
+        adj = self.adj
+        if not isinstance(adj, _Adjacency):
+            return [list(adj[guid]) for guid in guids]
+        lazy = [guid for guid in guids if not dict.__contains__(adj, guid)]
+        for guid in lazy:
+            if guid not in self.nodes:
+                raise KeyError(guid)
+        made = dict(zip(lazy, map(dict.fromkeys, adj.rows.peers_of(lazy)), strict=True))
+        return [list(made[guid] if guid in made else adj[guid]) for guid in guids]
+
     def edges(self, nbunch: str | Iterable[str], keys: bool = True
               ) -> Iterator[tuple[str, str, EdgeKey]]:
         """(u, v, key) of every edge at the nodes of `nbunch`, each edge once (networkx's

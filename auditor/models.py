@@ -339,6 +339,17 @@ class LinkRows(Mapping[str, Sequence[int]]):
         return [lk.b_guid if lk.a_guid == guid else lk.a_guid
                 for lk in map(links.__getitem__, self._at.get(guid, ()))]
 
+    def peers_of(self, guids: Iterable[str]) -> list[list[str]]:
+        """`peers` of each of the nodes `guids`, in their order."""
+        return [self.peers(guid) for guid in guids]
+
+    def at_port(self, guid: str, port: int) -> list[int]:
+        """The indexes of the links with an end at the port, ascending."""
+        links = self._links
+        return [i for i in self._at.get(guid, ())
+                if (guid, port) in ((links[i].a_guid, links[i].a_port),
+                                    (links[i].b_guid, links[i].b_port))]
+
     def keys_to(self, guid: str, peers: Collection[str]) -> list[EdgeKey]:
         """The keys (a GUID, a port, b GUID, b port) of the node's links whose other end is
         in `peers`, in the links' order."""

@@ -303,8 +303,8 @@ def test_the_links_that_ran_otherwise_before_come_from_the_cache_as_from_the_tab
 
 def _cache_parts(db: Path) -> dict[str, Any]:
     """The fabric_cache row: the snapshot's nodes, ports and links parts as stored, and all of
-    it decoded (port_peers and node_names name no order, so their parts and the places of what
-    only they hold in the lookup lists come in the order the engine gave them)."""
+    it decoded (node_names names no order, so its part and the places of what only it holds in
+    the lookup lists come in the order the engine gave them)."""
     from auditor.store.fabric_cache import _decode_fabric
 
     con = duckdb.connect(str(db), read_only=True)
@@ -386,10 +386,9 @@ def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, byt
     out = {}
     for name, kinds in _CACHE_PARTS.items():
         ids = array("I")
-        rows = sorted(parts[name], key=lambda r: r[:2]) if name == "peers" else parts[name]
         for i, kind in enumerate(kinds):
             index = strings if kind in (_S, _S0) else numbers
-            for row in rows:
+            for row in parts[name]:
                 if kind in (_S, _N):
                     ids.append(index.setdefault(row[i], len(index)))
                 else:
@@ -422,12 +421,12 @@ def test_the_encoding_gives_each_value_its_place_where_first_seen() -> None:
                   ("0xb", 1, None, 7, None, None, "4X", "HDR", None, None),
                   ("0xb", 2, "sw b", 9, None, None, None, None, None, None)],
         "links": [("0xa", 7, "0xb", 1, "4X", "HDR")],
-        # in no order (port_peers names none): cached sorted by GUID and port
-        "peers": [("0xc", 3, "0xa", 7), ("0xb", 1, "0xa", 7)],
+        # sorted by GUID and port, as port_peers gives them
+        "peers": [("0xb", 1, "0xa", 7), ("0xc", 3, "0xa", 7)],
         "names": [("0xc", "gone", "hca")],
         "changed": [("0xa", 7, "0xb", 1, "2X", None)],
     }
-    parts = list(_CACHE_PARTS) + ["lookup"]
+    parts = [*_CACHE_PARTS, "lookup"]
     got = _encode_fabric({k: _as_columns(v, widths[k]) for k, v in rows.items()})
     assert {k: got[k] for k in parts} == _encode_row_by_row(rows)
     empty = {k: [] for k in rows}

@@ -66,8 +66,11 @@ def test_the_cached_snapshot_answers_as_the_tables(db: Path, capture: Path) -> N
     for guid in everyone:
         assert list(rows.get(guid, ())) == list(plain_rows.get(guid, ()))
         assert (guid in rows) == (guid in plain_rows)
-        assert rows.peers(guid) == plain_rows.peers(guid)
+        assert rows.peers(guid) == plain_rows.peers(guid) == rows.peers_of([guid])[0]
         assert rows.keys_to(guid, ends) == plain_rows.keys_to(guid, ends)
+    for guid, port in {*plain.ports, *((lk.a_guid, lk.a_port) for lk in plain.links),
+                       *((lk.b_guid, lk.b_port) for lk in plain.links), ("0xnobody", 1)}:
+        assert rows.at_port(guid, port) == plain_rows.at_port(guid, port)
     assert sorted(rows.ports_of(everyone)) == sorted(plain_rows.ports_of(everyone))
     assert sorted(peers.of_nodes(everyone)) == sorted(plain_peers.of_nodes(everyone))
     assert fabric.stray_ends() == plain.stray_ends()
@@ -86,6 +89,9 @@ def test_the_graph_of_the_cached_snapshot_is_the_graph_of_the_tables(db: Path,
     (fabric, _), (plain, _) = _both(db, capture)
     g, ref = graph.build_graph(fabric), graph.build_graph(plain)
     assert g.nodes == ref.nodes and list(g.nodes) == list(ref.nodes)
+    every = list(ref.nodes)
+    assert g.neighbor_lists(every) == [list(ref.neighbors(n)) for n in every]
+    assert g.neighbor_lists(every) == ref.neighbor_lists(every)
     for n in ref.nodes:  # asked before the node's adjacency is made, then after
         assert list(g.neighbors(n)) == list(ref.neighbors(n))
     switches = [n for n, d in ref.nodes.items() if d["node_type"] == NodeType.SWITCH]

@@ -183,7 +183,7 @@ def _link_rates(fabric: Fabric, keys: set[PortKey]
     # The links at those ports, in the links' order (a later link's rate wins, as it did when
     # every link was walked); the fabric's counts from its rate groups (issue #25).
     at, links = fabric.link_rows(), fabric.links
-    for i in sorted({i for key in keys for i in at.get(key[0], ())}):
+    for i in sorted({i for guid, port in keys for i in at.at_port(guid, port)}):
         lk = links[i]
         if lk.width and lk.speed:
             rate = (lk.width, lk.speed)
@@ -274,14 +274,9 @@ def _reported_ber(fabric: Fabric, rows: list[PortBerRow], cables: dict[tuple[str
     ports on a link of the newest snapshot (a BER of a port no cable leaves is nothing to
     replace), and only above the limit's warning level: a run reports every port of the
     fabric, and a link with nothing against it needs no evidence record."""
-    rows_at, wires = fabric.link_rows(), fabric.links
-
-    def linked(guid: str, port: int) -> bool:
-        return any((guid, port) in ((wires[i].a_guid, wires[i].a_port),
-                                    (wires[i].b_guid, wires[i].b_port))
-                   for i in rows_at.get(guid, ()))
-
-    wanted = [r for r in rows if r["symbol_ber"] is not None and linked(r["guid"], r["port"])]
+    rows_at = fabric.link_rows()
+    wanted = [r for r in rows if r["symbol_ber"] is not None
+              and rows_at.at_port(r["guid"], r["port"])]
     if not wanted:
         return
     rates, usual = _link_rates(fabric, {(r["guid"], r["port"]) for r in wanted})

@@ -18,9 +18,9 @@ from collections.abc import (
     ValuesView,
 )
 from datetime import UTC, datetime
-from itertools import chain, groupby
-from operator import add, itemgetter
-from typing import Any, NamedTuple, overload
+from itertools import accumulate, chain
+from operator import add, itemgetter, or_
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from auditor.errors import AuditorError
 from auditor.models import (
@@ -35,6 +35,10 @@ from auditor.models import (
     PortPeers,
 )
 from auditor.store.connection import Connection, duckdb, utc_naive
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 def _warn(message: str, *args: object) -> None:
@@ -118,15 +122,31 @@ def _pick(values: list[Any], ids: Sequence[int]) -> Sequence[Any]:
     return [values[i] for i in ids]
 
 
-def _sorted_rows(columns: Columns, key: int) -> Columns:
-    """The columns with their rows in the order of their first `key` columns."""
-    keys = list(zip(*columns[:key], strict=True))
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    return [_pick(list(c), order) if len(order) > 1 else list(c) for c in columns]
+def _spans(at: npt.NDArray[np.int64], keys: int) -> tuple[npt.NDArray[np.int64],
+                                                            npt.NDArray[np.int64]]:
+    """The first row and count of each key's rows, `at` holding each row's key (0, 0 for a key
+    without rows); ValueError when a key's rows are apart (fabric_ports and port_peers sort by
+    GUID)."""
+    import numpy as np
+
+    count = np.bincount(at, minlength=keys)
+    first = np.zeros(keys, dtype=np.int64)
+    found, where = np.unique(at, return_index=True)
+    first[found] = where
+    # together: each row's key is the key of the row its place says it is in
+    if len(at) and not np.array_equal(at, np.repeat(np.arange(keys), count)[
+            np.argsort(np.repeat(first, count), kind="stable")]):
+        raise ValueError("rows of one node apart")
+    return first, count
 
 
 def _index_parts(parts: dict[str, Columns]) -> dict[str, Columns]:
-    """keys, adjacent, rates and rated (see above) of the parts, whose peers are sorted."""
+    """keys, adjacent, rates and rated (see above) of the parts, whose ports and peers come
+    sorted by GUID and port. With numpy, which a topology ingest has loaded (issue #25: in
+    Python, 196,608 links and 393,216 ports and peers at 65,536 GPUs were 1.5 s of every
+    ingest)."""
+    import numpy as np
+
     node_guids = parts["nodes"][0]
     a_guids, b_guids = parts["links"][0], parts["links"][2]
     # the nodes' in their order, then the others in the order the links (a end before b end,
@@ -137,48 +157,43 @@ def _index_parts(parts: dict[str, Columns]) -> dict[str, Columns]:
         order.update(dict.fromkeys(guids))
     keys = list(order)
     place = {g: i for i, g in enumerate(keys)}
-    at: list[list[int]] = [[] for _ in keys]
-    for row, (a, b) in enumerate(zip(a_guids, b_guids, strict=True)):
-        at[place[a]].append(row)
-        if b != a:
-            at[place[b]].append(row)
-    adjacent: list[int] = []
-    link_first, link_count = [0] * len(keys), [0] * len(keys)
-    for i, rows in enumerate(at):
-        link_first[i], link_count[i] = len(adjacent), len(rows)
-        adjacent.extend(rows)
-    spans: list[tuple[list[int], list[int]]] = []
-    for guids in (parts["ports"][0], parts["peers"][0]):
-        first, count = [0] * len(keys), [0] * len(keys)
-        row = 0
-        for guid, group in groupby(guids):
-            i = place[guid]
-            if count[i]:
-                raise ValueError("rows of one node apart")  # the queries sort by GUID
-            n = sum(1 for _ in group)
-            first[i], count[i] = row, n
-            row += n
-        spans.append((first, count))
+
+    def at(guids: Sequence[str]) -> npt.NDArray[np.int64]:
+        return np.fromiter(map(place.__getitem__, guids), dtype=np.int64, count=len(guids))
+
+    # Each key's link rows, ascending: every (key, row) of an end as key * links + row, sorted
+    # and once (a link on two ports of one node is one row of its node).
+    n = len(a_guids)
+    rows = np.arange(n, dtype=np.int64)
+    ends = np.sort(np.concatenate([at(a_guids) * n + rows, at(b_guids) * n + rows]))
+    ends = ends[np.concatenate([[True], ends[1:] != ends[:-1]])] if n else ends
+    adjacent = ends % n if n else ends
+    link_count = np.bincount(ends // n if n else ends, minlength=len(keys))
+    link_first = np.concatenate([[0], np.cumsum(link_count)[:-1]]) if len(keys) else link_count
+    port_first, port_count = _spans(at(parts["ports"][0]), len(keys))
+    peer_first, peer_count = _spans(at(parts["peers"][0]), len(keys))
+    # the links by (an end is an HCA, width, speed): a group's rows ascending (a stable sort
+    # by group), the groups in the order of their first link
     hcas = {g for g, t in zip(node_guids, parts["nodes"][1], strict=True) if t == _HCA}
-    groups: dict[tuple[int, Any, Any], list[int]] = {}
-    for row, (a, b, width, speed) in enumerate(zip(a_guids, b_guids, *parts["links"][4:],
-                                                   strict=True)):
-        groups.setdefault((int(a in hcas or b in hcas), width, speed), []).append(row)
-    rated: list[int] = []
-    rates: list[tuple[Any, ...]] = []
-    for (hca, width, speed), rows in groups.items():
-        rates.append((hca, width, speed, len(rated), len(rows)))
-        rated.extend(rows)
-    return {"keys": [keys, link_first, link_count, *spans[0], *spans[1]],
-            "adjacent": [adjacent], "rates": _as_columns(rates, 5), "rated": [rated]}
+    labels = list(zip(map(int, map(or_, map(hcas.__contains__, a_guids),
+                                   map(hcas.__contains__, b_guids))),
+                      *parts["links"][4:], strict=True))
+    group_of = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+    of_row = np.fromiter(map(group_of.__getitem__, labels), dtype=np.int64, count=n)
+    sizes = np.bincount(of_row, minlength=len(group_of)).tolist()
+    firsts = [0, *accumulate(sizes)]
+    rates = [(*label, firsts[i], sizes[i]) for label, i in group_of.items()]
+    return {"keys": [keys, *(c.tolist() for c in (link_first, link_count, port_first,
+                                                  port_count, peer_first, peer_count))],
+            "adjacent": [adjacent.tolist()], "rates": _as_columns(rates, 5),
+            "rated": [np.argsort(of_row, kind="stable").tolist()]}
 
 
 def _encode_fabric(parts: dict[str, Columns]) -> dict[str, bytes]:
     """The lookup lists (as JSON) and every part's index columns, as fabric_cache stores them,
-    with the indexes made of them (peers sorted by GUID and port first). Each part comes as its
-    columns (`_as_columns` of a query's rows)."""
-    parts = {**parts, "peers": _sorted_rows(parts["peers"], 2)}
-    parts |= _index_parts(parts)
+    with the indexes made of them. Each part comes as its columns (`_as_columns` of a query's
+    rows: the ports' and the peers' sorted by GUID and port)."""
+    parts = parts | _index_parts(parts)
     strings: dict[str, int] = {}
     numbers: dict[int, int] = {}
     out: dict[str, bytes] = {}
@@ -620,6 +635,45 @@ class _LinkRows(LinkRows):
                 return [strings[ids[2 * n + row] if ids[row] == mine else ids[row]]]
             return [strings[ids[2 * n + row] if ids[row] == mine else ids[row]]
                     for row in self._adjacent[first:first + count]]
+        except IndexError:
+            raise _damaged("an index past its list") from None
+
+    def peers_of(self, guids: Iterable[str]) -> list[list[str]]:
+        key_of, firsts, counts, adjacent = (self._cache.key_of, self._firsts, self._counts,
+                                            self._adjacent)
+        keys_ids = self._cache.parts["keys"].ids
+        links = self._cache.parts["links"]
+        ids, n, strings = links.ids, links.rows, links.lists[_S]
+        out: list[list[str]] = []
+        try:
+            for guid in guids:
+                k = key_of.get(guid)
+                if k is None:
+                    out.append([])
+                    continue
+                mine, first, count = keys_ids[k], firsts[k], counts[k]
+                if count == 1:  # an HCA's
+                    row = adjacent[first]
+                    out.append([strings[ids[2 * n + row] if ids[row] == mine else ids[row]]])
+                else:
+                    out.append([strings[ids[2 * n + row] if ids[row] == mine else ids[row]]
+                                for row in adjacent[first:first + count]])
+        except IndexError:
+            raise _damaged("an index past its list") from None
+        return out
+
+    def at_port(self, guid: str, port: int) -> list[int]:
+        k = self._cache.key_of.get(guid)
+        if k is None:
+            return []
+        links = self._cache.parts["links"]
+        ids, n, numbers = links.ids, links.rows, links.lists[_N]
+        mine = self._cache.parts["keys"].ids[k]
+        first = self._firsts[k]
+        try:
+            return [row for row in self._adjacent[first:first + self._counts[k]]
+                    if (ids[row] == mine and numbers[ids[n + row]] == port)
+                    or (ids[2 * n + row] == mine and numbers[ids[3 * n + row]] == port)]
         except IndexError:
             raise _damaged("an index past its list") from None
 
