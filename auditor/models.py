@@ -396,6 +396,10 @@ class PortPeers(Mapping[PortKey, PortKey]):
         """The ports of the nodes `guids` that had a peer (in no particular order)."""
         return [k for k in self._peers if k[0] in guids]
 
+    def covers(self, fabric: Fabric) -> bool:
+        """Whether every link end of `fabric` is known to be here (else: not known)."""
+        return False
+
 
 # Not frozen: a 5-million-line syslog makes tens of thousands of these, and a frozen
 # dataclass's __init__ (object.__setattr__ per field) costs 4x as much. Treat as immutable.

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from auditor import graph
+from auditor.analyse import hosts
 from auditor.ingest.captures import ingest_files
 from auditor.models import Fabric, Link, NodeType, PortPeers
 from auditor.store import Store
@@ -73,6 +74,11 @@ def test_the_cached_snapshot_answers_as_the_tables(db: Path, capture: Path) -> N
         assert rows.at_port(guid, port) == plain_rows.at_port(guid, port)
     assert sorted(rows.ports_of(everyone)) == sorted(plain_rows.ports_of(everyone))
     assert sorted(peers.of_nodes(everyone)) == sorted(plain_peers.of_nodes(everyone))
+    # every link end among the peers: what the cached pair knows, the plain one does not say
+    assert peers.covers(fabric) and not plain_peers.covers(plain)
+    assert all((lk.a_guid, lk.a_port) in plain_peers and (lk.b_guid, lk.b_port) in plain_peers
+               for lk in plain.links)
+    assert hosts.rails(fabric, peers, {}) == hosts.rails(plain, plain_peers, {})
     assert fabric.stray_ends() == plain.stray_ends()
     assert fabric.rate_groups() == plain.rate_groups()
     assert fabric.hinted_ports() == plain.hinted_ports()

@@ -28,6 +28,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.flaps import Flap
@@ -120,12 +121,13 @@ def rails(fabric: Fabric, peers: PortPeers,
                 hcas[guid].append(guid)
     by_guid = {g: host for host, gs in hcas.items() for g in gs}
     # (asked of the HCAs only: a 65,536-GPU fabric has 393,216 ports with peers, issue #25)
-    linked: set[PortKey] = set(peers.of_nodes(by_guid))
-    linked.update(fabric.link_rows().ports_of(by_guid))
+    linked = peers.of_nodes(by_guid)
+    if not peers.covers(fabric):
+        linked += fabric.link_rows().ports_of(by_guid)
+    host_of = out.host_of = dict(zip(linked, map(by_guid.__getitem__, map(itemgetter(0), linked)),
+                                     strict=True))
     ports: dict[str, set[PortKey]] = defaultdict(set)
-    host_of = out.host_of
-    for key in linked:
-        host = host_of[key] = by_guid[key[0]]
+    for key, host in host_of.items():
         ports[host].add(key)
     out.hcas = {h: sorted(gs) for h, gs in hcas.items()}
     out.ports = dict(ports)

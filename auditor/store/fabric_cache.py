@@ -528,6 +528,10 @@ class _Peers(PortPeers):
     def __len__(self) -> int:
         return self._part.rows
 
+    def covers(self, fabric: Fabric) -> bool:
+        # The cache's peers are port_peers up to its snapshot, whose links are among them.
+        return isinstance(fabric, _Fabric) and fabric.cache is self._cache
+
     def of_nodes(self, guids: Collection[str]) -> list[PortKey]:
         key_of, keys, part = self._cache.key_of, self._cache.parts["keys"], self._part
         firsts, counts = keys.column(5), keys.column(6)
@@ -553,7 +557,7 @@ class _Fabric(Fabric):
     """The newest snapshot as the cache holds it: its nodes made, its ports and links when
     asked for, the questions of Fabric answered from the indexes."""
 
-    __slots__ = ("_cache",)
+    __slots__ = ("cache",)
 
     def __init__(self, cache: _CachedFabric) -> None:
         nodes = [cache.parts["nodes"].column(i) for i in range(7)]
@@ -561,24 +565,24 @@ class _Fabric(Fabric):
         super().__init__(cache.seen_at, dict(zip(guids, map(
             FabricNode, guids, map(_NODE_TYPES.__getitem__, types), *rest), strict=True)),
             _PortMap(cache), _LinkList(cache))
-        self._cache = cache
+        self.cache = cache
 
     def link_rows(self) -> LinkRows:
-        return _LinkRows(self._cache)
+        return _LinkRows(self.cache)
 
     def stray_ends(self) -> list[str]:
-        keys = self._cache.parts["keys"]
+        keys = self.cache.parts["keys"]
         counts, guids = keys.column(2), keys.column(0)
-        return [guids[k] for k in range(self._cache.node_count, keys.rows) if counts[k]]
+        return [guids[k] for k in range(self.cache.node_count, keys.rows) if counts[k]]
 
     def rate_groups(self) -> dict[tuple[bool, str | None, str | None], list[int]]:
-        rates, rated = self._cache.parts["rates"], self._cache.parts["rated"].ids
+        rates, rated = self.cache.parts["rates"], self.cache.parts["rated"].ids
         return {(bool(hca), width, speed): rated[first:first + count].tolist()
                 for hca, width, speed, first, count in zip(
                     *(rates.column(i) for i in range(5)), strict=True)}
 
     def hinted_ports(self) -> list[Port]:
-        part = self._cache.parts["ports"]
+        part = self.cache.parts["ports"]
         rows = sorted(set(part.nonzero(8)) | set(part.nonzero(9)))
         ports = self.ports
         assert isinstance(ports, _PortMap)  # noqa: S101 - made so in __init__
