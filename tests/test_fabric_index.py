@@ -33,19 +33,27 @@ def _read(db: Path) -> tuple[Fabric, PortPeers]:
 
 
 def _both(db: Path, *captures: Path) -> tuple[tuple[Fabric, PortPeers], tuple[Fabric, PortPeers]]:
-    """(cached fabric, cached peers) and the same from the tables."""
+    """(cached fabric, cached peers) and the same from the tables; a cached fabric's links
+    made all at once after one of them was are the tables' links, that one the same object."""
     with Store(db) as store:
         ingest_files(store, [FAT_TREE, LINKINFO], at=T0)
         ingest_files(store, list(captures), at=T1)
     with Store(db, read_only=True) as store:
         assert store._fabric_cache() is not None
+        # all the links at once, one of them made before: the same objects
+        some = store.fabric(T1)
+        first = some.links[0] if some.links else None
+        whole = list(some.links)
+        assert first is None or whole[0] is first
     cached = _read(db)
     con = duckdb.connect(str(db))
     con.execute("delete from fabric_cache")
     con.close()
     with Store(db, read_only=True) as store:
         assert store._fabric_cache() is None
-    return cached, _read(db)
+    tables = _read(db)
+    assert whole == tables[0].links
+    return cached, tables
 
 
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")

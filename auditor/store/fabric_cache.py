@@ -389,10 +389,16 @@ class _LinkList(Sequence[Link]):
 
     def __iter__(self) -> Iterator[Link]:
         made = self._made
-        if None in made:
-            for row in range(self._n):
-                if made[row] is None:
-                    self[row]
+        if None in made:  # all of them at once, in C (those made already kept)
+            ids, n = self._ids, self._n
+            try:
+                columns = [_pick(lst, ids[i * n:(i + 1) * n].tolist()) for i, lst in enumerate(
+                    (self._strings, self._numbers, self._strings, self._numbers,
+                     self._strings0, self._strings0))]
+            except IndexError:
+                raise _damaged("an index past its list") from None
+            self._made = made = [old or new for old, new in zip(made, map(Link, *columns),
+                                                                 strict=True)]
         return iter(made)  # type: ignore[arg-type]  # none is None now
 
     def __eq__(self, other: object) -> bool:
