@@ -98,8 +98,11 @@ def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> li
     before = {link_key(lk): lk for lk in previous} if previous else {}
     at = fabric.link_rows()
     links = fabric.links
-    for key in before:
-        candidates.update(i for i in at.get(key[0], ()) if link_key(links[i]) == key)
+    if len(before) * 8 > len(links):  # a whole snapshot before (`auditor topology`): walk all
+        candidates.update(i for i, lk in enumerate(links) if link_key(lk) in before)
+    else:  # the links that ran otherwise (`suspects`): those at their a ends' nodes
+        for guid in {key[0] for key in before}:
+            candidates.update(i for i in at.get(guid, ()) if link_key(links[i]) in before)
     # Only ports with a "Could be" hint add a candidate of their own.
     hints: dict[tuple[str, int], list[tuple[str | None, str | None, str]]] = {}
     for p in fabric.hinted_ports():

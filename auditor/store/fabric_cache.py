@@ -356,7 +356,7 @@ def _within(first: Sequence[int], count: Sequence[int], size: int) -> bool:
 class _LinkList(Sequence[Link]):
     """The snapshot's links, each made when first asked for (the same object after)."""
 
-    __slots__ = ("_ids", "_made", "_n", "_numbers", "_strings", "_strings0")
+    __slots__ = ("_ids", "_made", "_n", "_numbers", "_strings", "_strings0", "_whole")
 
     def __init__(self, cache: _CachedFabric) -> None:
         part = cache.parts["links"]
@@ -364,6 +364,7 @@ class _LinkList(Sequence[Link]):
         self._strings, self._numbers = part.lists[_S], part.lists[_N]
         self._strings0 = part.lists[_S0]
         self._made: list[Link | None] = [None] * part.rows
+        self._whole = False  # every one made
 
     def __len__(self) -> int:
         return self._n
@@ -389,7 +390,7 @@ class _LinkList(Sequence[Link]):
 
     def __iter__(self) -> Iterator[Link]:
         made = self._made
-        if None in made:  # all of them at once, in C (those made already kept)
+        if not self._whole:  # all of them at once, in C (those made already kept)
             ids, n = self._ids, self._n
             try:
                 columns = [_pick(lst, ids[i * n:(i + 1) * n].tolist()) for i, lst in enumerate(
@@ -399,6 +400,7 @@ class _LinkList(Sequence[Link]):
                 raise _damaged("an index past its list") from None
             self._made = made = [old or new for old, new in zip(made, map(Link, *columns),
                                                                  strict=True)]
+            self._whole = True
         return iter(made)  # type: ignore[arg-type]  # none is None now
 
     def __eq__(self, other: object) -> bool:
@@ -449,7 +451,9 @@ class _PortMap(Mapping[PortKey, Port]):
         if self._all is None:
             part, made = self._part, self._made
             columns = [part.column(i) for i in range(10)]
-            ports = [made.get(row) or p for row, p in enumerate(map(Port, *columns))]
+            ports: Iterable[Port] = map(Port, *columns)  # in C, unless some were made
+            if made:
+                ports = [made.get(row) or p for row, p in enumerate(ports)]
             self._all = dict(zip(zip(columns[0], columns[1], strict=True), ports, strict=True))
         return self._all
 
