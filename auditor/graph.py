@@ -14,11 +14,11 @@ real thing for anyone who wants them, and the tests check the answers against it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from auditor.models import EdgeKey, Fabric, Link, NodeType
+from auditor.models import EdgeKey, Fabric, Link, LinkRows, NodeType
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -37,7 +37,10 @@ def link_key(link: Link) -> EdgeKey:
 class FabricGraph:
     """An undirected multigraph: `nodes[guid]` holds name, node_type and description;
     `adj[u][v]` maps each link key between u and v to its Link; `links` holds every link key
-    in the order the links came, with its two ends."""
+    in the order the links came, with its two ends. A graph `build_graph` makes fills a node's
+    `adj` when it is first asked for (issue #25: the whole adjacency of a 65,536-GPU fat tree
+    was 0.6 s of every `suspects`, which asks about the few hundred switches its evidence
+    touches); adding a node or an edge fills the rest first."""
 
     __slots__ = ("_masks", "_switch_adj", "adj", "hop_cache", "links", "nodes", "path_cache",
                  "uplink_cache")
@@ -45,8 +48,8 @@ class FabricGraph:
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.adj: dict[str, dict[str, dict[EdgeKey, Link]]] = {}
-        self.links: dict[EdgeKey, tuple[str, str, Link]] = {}
-        self._switch_adj: dict[str, set[str]] | None = None
+        self.links: Mapping[EdgeKey, tuple[str, str, Link]] = {}
+        self._switch_adj: Mapping[str, set[str]] | None = None
         self._masks: _Masks | None = None
         # _switch_paths' and uplinks' answers; emptied whenever the graph changes
         self.path_cache: dict[tuple[frozenset[str], frozenset[str]], SwitchPaths | None] = {}
@@ -56,9 +59,18 @@ class FabricGraph:
         self.uplink_cache: dict[str, list[EdgeKey]] = {}
 
     def add_node(self, guid: str, **attrs: Any) -> None:
+        self._settle()
         self.nodes.setdefault(guid, {}).update(attrs)
         self.adj.setdefault(guid, {})
         self._forget()
+
+    def _settle(self) -> dict[EdgeKey, tuple[str, str, Link]]:
+        """The adjacency of every node filled, and `links` a dict (to be changed)."""
+        if isinstance(self.adj, _Adjacency):
+            self.adj = {guid: self.adj[guid] for guid in self.nodes}
+        if not isinstance(self.links, dict):
+            self.links = dict(self.links.items())
+        return self.links
 
     def _forget(self) -> None:
         self._switch_adj = None
@@ -71,8 +83,8 @@ class FabricGraph:
         for guid in (u, v):
             if guid not in self.nodes:
                 self.add_node(guid)
+        self._settle()[key] = (u, v, link)
         self.adj[u].setdefault(v, {})[key] = link
-        self.links[key] = (u, v, link)
         if u != v:  # a self-loop is one entry, as in networkx
             self.adj[v].setdefault(u, {})[key] = link
         self._forget()
@@ -90,7 +102,24 @@ class FabricGraph:
         return self.adj[guid]
 
     def neighbors(self, guid: str) -> Iterator[str]:
-        return iter(self.adj[guid])
+        adj = self.adj
+        if isinstance(adj, _Adjacency) and guid in self.nodes and not dict.__contains__(adj, guid):
+            # in the order of their first link, as the adjacency has them, without making it
+            # (the leaves of the 30,000 HCAs of a month's failed jobs at 65,536 GPUs)
+            return iter(dict.fromkeys(adj.rows.peers(guid)))
+        return iter(adj[guid])
+
+    def neighbor_lists(self, guids: list[str]) -> list[list[str]]:
+        """`list(neighbors(guid))` of each of `guids` (nodes of the graph), at once."""
+        adj = self.adj
+        if not isinstance(adj, _Adjacency):
+            return [list(adj[guid]) for guid in guids]
+        lazy = [guid for guid in guids if not dict.__contains__(adj, guid)]
+        for guid in lazy:
+            if guid not in self.nodes:
+                raise KeyError(guid)
+        made = dict(zip(lazy, map(dict.fromkeys, adj.rows.peers_of(lazy)), strict=True))
+        return [list(made[guid] if guid in made else adj[guid]) for guid in guids]
 
     def edges(self, nbunch: str | Iterable[str], keys: bool = True
               ) -> Iterator[tuple[str, str, EdgeKey]]:
@@ -107,12 +136,11 @@ class FabricGraph:
                         yield u, v, k
             seen.add(u)
 
-    def switch_adjacency(self) -> dict[str, set[str]]:
-        """Switch-to-switch neighbours, built once per graph: path questions are asked
-        thousands of times per ranking."""
+    def switch_adjacency(self) -> Mapping[str, set[str]]:
+        """Switch-to-switch neighbours, each switch's worked out when first asked for (once
+        per graph: path questions are asked thousands of times per ranking)."""
         if self._switch_adj is None:
-            switches = {n for n, d in self.nodes.items() if d["node_type"] == NodeType.SWITCH}
-            self._switch_adj = {s: {p for p in self.adj[s] if p in switches} for s in switches}
+            self._switch_adj = _SwitchAdjacency(self)
         return self._switch_adj
 
     def switch_masks(self) -> _Masks:
@@ -138,6 +166,111 @@ class FabricGraph:
         return g
 
 
+class _Adjacency(dict[str, dict[str, dict[EdgeKey, Link]]]):
+    """`FabricGraph.adj` of a graph of a Fabric: a node's neighbours made when it is first
+    asked for, from the indexes of its links (Fabric.link_rows), as `build_graph` made them
+    all before: neighbours in the order of their first link, links in their order."""
+
+    __slots__ = ("_links", "_nodes", "rows")
+
+    def __init__(self, nodes: dict[str, dict[str, Any]], rows: LinkRows,
+                 links: Sequence[Link]) -> None:
+        super().__init__()
+        self._nodes, self.rows, self._links = nodes, rows, links
+
+    def made(self, guid: str) -> bool:
+        return dict.__contains__(self, guid)
+
+    def __missing__(self, guid: str) -> dict[str, dict[EdgeKey, Link]]:
+        if guid not in self._nodes:
+            raise KeyError(guid)
+        peers: dict[str, dict[EdgeKey, Link]] = {}
+        links = self._links
+        for i in self.rows.get(guid, ()):
+            lk = links[i]
+            a, b = lk.a_guid, lk.b_guid
+            peers.setdefault(b if a == guid else a, {})[(a, lk.a_port, b, lk.b_port)] = lk
+        self[guid] = peers
+        return peers
+
+    def __contains__(self, guid: object) -> bool:
+        return guid in self._nodes
+
+    def get(self, guid: str, default: Any = None) -> Any:
+        return self[guid] if guid in self._nodes else default
+
+
+class _Edges(Mapping[EdgeKey, tuple[str, str, Link]]):
+    """`FabricGraph.links` of a graph of a Fabric: a link key looked up in its a end's
+    adjacency; iterated, every key in the order of the links (and the links made)."""
+
+    __slots__ = ("_adj", "_links")
+
+    def __init__(self, adj: _Adjacency, links: Sequence[Link]) -> None:
+        self._adj, self._links = adj, links
+
+    def __getitem__(self, key: EdgeKey) -> tuple[str, str, Link]:
+        if key[0] in self._adj:
+            found = self._adj[key[0]].get(key[2])
+            if found is not None and key in found:
+                link = found[key]
+                return link.a_guid, link.b_guid, link
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        adj = self._adj
+        if not (isinstance(key, tuple) and len(key) == 4 and key[0] in adj):
+            return False
+        if not adj.made(key[0]):  # its links to key[2] only, without their objects
+            return key in adj.rows.keys_to(key[0], (key[2],))
+        found = adj[key[0]].get(key[2])
+        return found is not None and key in found
+
+    def _keys(self) -> dict[EdgeKey, None]:
+        return dict.fromkeys(map(link_key, self._links))
+
+    def __iter__(self) -> Iterator[EdgeKey]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
+class _SwitchAdjacency(Mapping[str, set[str]]):
+    """FabricGraph.switch_adjacency: every switch, its switch neighbours worked out when first
+    asked for."""
+
+    __slots__ = ("_done", "_g", "_switches")
+
+    def __init__(self, g: FabricGraph) -> None:
+        self._g = g
+        self._switches = {n: None for n, d in g.nodes.items()
+                          if d["node_type"] == NodeType.SWITCH}
+        self._done: dict[str, set[str]] = {}
+
+    def __getitem__(self, guid: str) -> set[str]:
+        found = self._done.get(guid)
+        if found is None:
+            if guid not in self._switches:
+                raise KeyError(guid)
+            switches, adj = self._switches, self._g.adj
+            # A switch's neighbours without its links' objects, while its adjacency is not
+            # made (a path search asks about a thousand cores of a 65,536-GPU fat tree).
+            peers = (adj.rows.peers(guid) if isinstance(adj, _Adjacency)
+                     and not adj.made(guid) else adj[guid])
+            found = self._done[guid] = {p for p in peers if p in switches}
+        return found
+
+    def __contains__(self, guid: object) -> bool:
+        return guid in self._switches
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._switches)
+
+    def __len__(self) -> int:
+        return len(self._switches)
+
+
 class _NeighbourMasks(dict[int, int]):
     """Switch i's switch neighbours as a bit mask over the switches' order, made when first
     asked: a path search touches the switches near its two ends, and making all 5,120 masks of
@@ -146,7 +279,7 @@ class _NeighbourMasks(dict[int, int]):
     __slots__ = ("_adj", "_index", "_names", "_size")
 
     def __init__(self, names: list[str], index: dict[str, int],
-                 adj: dict[str, set[str]]) -> None:
+                 adj: Mapping[str, set[str]]) -> None:
         super().__init__()
         self._names, self._index, self._adj = names, index, adj
         self._size = (len(names) + 7) // 8
@@ -163,26 +296,18 @@ class _NeighbourMasks(dict[int, int]):
 
 
 def build_graph(fabric: Fabric) -> FabricGraph:
-    """One node per GUID (attributes: name, node_type, description), one edge per link."""
+    """One node per GUID (attributes: name, node_type, description), one edge per link; a
+    node's adjacency is made when first asked for (FabricGraph)."""
     g = FabricGraph()
-    nodes, adj, links = g.nodes, g.adj, g.links
+    nodes = g.nodes
     for node in fabric.nodes.values():
         nodes[node.guid] = {"name": node.name, "node_type": node.node_type,
                             "description": node.description}
-        adj[node.guid] = {}
-    # add_edge's work inlined: 12,288 calls of it were 15 ms of every `suspects`
-    for link in fabric.links:
-        a, b = link.a_guid, link.b_guid
-        for guid in (a, b):
-            if guid not in nodes:
-                # A link end whose node record is missing (a partial capture): keep the link.
-                nodes[guid] = {"name": guid, "node_type": NodeType.SWITCH, "description": ""}
-                adj[guid] = {}
-        key = (a, link.a_port, b, link.b_port)
-        adj[a].setdefault(b, {})[key] = link
-        if a != b:
-            adj[b].setdefault(a, {})[key] = link
-        links[key] = (a, b, link)
+    # A link end whose node record is missing (a partial capture): keep the link.
+    for guid in fabric.stray_ends():
+        nodes[guid] = {"name": guid, "node_type": NodeType.SWITCH, "description": ""}
+    adj = _Adjacency(nodes, fabric.link_rows(), fabric.links)
+    g.adj, g.links = adj, _Edges(adj, fabric.links)
     return g
 
 
@@ -318,9 +443,18 @@ def _hop(g: FabricGraph, near: int, far: int) -> tuple[EdgeKey, ...]:
         names, _, adj = g.switch_masks()
         g_adj = g.adj
         keys: list[EdgeKey] = []
-        for i in _bits(key[0]):
-            peers = g_adj[names[i]]
-            for j in _bits(adj[i] & key[1]):
+        # From the side with fewer switches: their links are looked at (between the spines
+        # of a pod and all 1,024 cores of a 65,536-GPU fat tree, the spines').
+        few, many = key if key[0].bit_count() <= key[1].bit_count() else (key[1], key[0])
+        lazy = g_adj if isinstance(g_adj, _Adjacency) else None
+        for i in _bits(few):
+            name = names[i]
+            if lazy is not None and not lazy.made(name):
+                # the keys of only the links to the far side, without the links' objects
+                keys.extend(lazy.rows.keys_to(name, {names[j] for j in _bits(adj[i] & many)}))
+                continue
+            peers = g_adj[name]
+            for j in _bits(adj[i] & many):
                 keys.extend(peers[names[j]])
         found = g.hop_cache[key] = tuple(sorted(keys))
     return found

@@ -5,8 +5,10 @@ too few incidents."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,3 +129,53 @@ def test_no_finding_without_a_difference(tmp_path: Path) -> None:
     assert found.findings == []
     assert {g["value"]: g["with_incident"] for g in found.groups} == {"LOT-A": 10, "LOT-B": 10}
 
+
+
+def _counted_in_python(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """cohort_counts' rows from cohort_parts' as the cohorts counted them before issue #25:
+    Counters over the columns, a value's most common part number a tie to the first seen."""
+    out: list[tuple[Any, ...]] = []
+    idents, part_number, vendor, firmware, lot, incidents = map(list, zip(*rows, strict=True))
+    for dim, values in (("part_number", part_number), ("vendor", vendor),
+                        ("firmware", firmware), ("lot", lot)):
+        count = Counter(v for v in values if v is not None)
+        top: dict[str, tuple[int, str]] = {}
+        for (v, number), n in Counter(zip(values, part_number, strict=True)).items():
+            if v is not None and number is not None and (v not in top or n > top[v][0]):
+                top[v] = (n, number)
+        for value, n in count.items():
+            mine = [i for i, v in enumerate(values) if v == value and incidents[i]]
+            out.append((dim, value, n, len(mine), sum(incidents[i] for i in mine),
+                        top[value][1] if value in top else None))
+    out.append(("", None, len(idents), sum(1 for n in incidents if n), sum(incidents), None))
+    return out
+
+
+def test_the_counts_in_sql_are_the_parts_counted(tmp_path: Path) -> None:
+    """cohort_counts.sql against cohort_parts.sql's parts counted in Python: lots whose part
+    numbers tie (the first part's wins), values not known, a cable's two ends one part, parts
+    with several incidents."""
+    numbers = ["MFS1S00-H010V", "MCP1650-H002E30", "", "MMA4Z00-NS"]
+    wanted: dict[tuple[str, int], int] = {}
+    with Store(tmp_path / "c.duckdb") as store, store.transaction():
+        for n in range(90):
+            guid = f"0x{n:016x}"
+            serial = f"SN{n // 2 if n >= 80 else n:05d}"  # the last ten: five cables' two ends
+            store.add_transceivers(SINCE, f"sw{n % 7}", [{
+                "port_name": f"IB1/{n}", "guid": guid, "port": 1, "present": n % 11 != 5,
+                "vendor": None if n % 13 == 0 else ("NVIDIA" if n % 3 else "Acme"),
+                "part_number": numbers[(n * 7 + n // 10) % 4], "serial_number": serial,
+                "length": None, "cable_type": None, "revision": None,
+                "lot": None if n % 17 == 0 else f"LOT-{n % 6}"}])
+            if n % 4 == 1:
+                wanted[(guid, 1)] = 1 + n % 3
+        parts = store.cohort_parts(wanted)
+        counted = store.cohort_counts(wanted)
+    assert len(parts) > 40 and any(n for *_, n in parts)
+    assert sorted(counted, key=repr) == sorted(_counted_in_python(parts), key=repr)
+    per_lot: dict[str, Counter[str]] = {}
+    for _, number, _, _, lot, _ in parts:
+        if lot is not None and number is not None:
+            per_lot.setdefault(lot, Counter())[number] += 1
+    assert any(len(c) > 1 and c.most_common(2)[0][1] == c.most_common(2)[1][1]
+               for c in per_lot.values())  # a tie for the most common part number

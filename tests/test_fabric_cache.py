@@ -303,8 +303,8 @@ def test_the_links_that_ran_otherwise_before_come_from_the_cache_as_from_the_tab
 
 def _cache_parts(db: Path) -> dict[str, Any]:
     """The fabric_cache row: the snapshot's nodes, ports and links parts as stored, and all of
-    it decoded (port_peers and node_names name no order, so their parts and the places of what
-    only they hold in the lookup lists come in the order the engine gave them)."""
+    it decoded (node_names names no order, so its part and the places of what only it holds in
+    the lookup lists come in the order the engine gave them)."""
     from auditor.store.fabric_cache import _decode_fabric
 
     con = duckdb.connect(str(db), read_only=True)
@@ -313,7 +313,16 @@ def _cache_parts(db: Path) -> dict[str, Any]:
     finally:
         con.close()
     return {"nodes": row[5], "ports": row[6], "links": row[7], "fingerprint": row[2],
-            "decoded": _decode_fabric((row[0], row[1], *row[3:]))}
+            "decoded": _decoded(_decode_fabric((row[0], row[1], *row[3:])))}
+
+
+def _decoded(cache: Any) -> dict[str, Any]:
+    """A decoded cache row as plain values: every part's columns (names as the dict
+    node_names gives, its order being the engine's)."""
+    out: dict[str, Any] = {name: [list(part.column(i)) for i in range(len(part.kinds))]
+                           for name, part in cache.parts.items() if name != "names"}
+    return out | {"seen_at": cache.seen_at, "prev_at": cache.prev_at, "names": cache.names,
+                  "changed": cache.changed}
 
 
 TOPOLOGY_FIXTURES = sorted((FIXTURES / "ibnetdiscover").glob("*.txt")) + sorted(
@@ -334,7 +343,7 @@ def test_a_snapshot_one_ingest_wrote_is_cached_as_the_tables_read_it(db: Path,
     with Store(db) as store, store.transaction():
         store.refresh_fabric_cache()  # nothing written in this open: from the tables
     assert _cache_parts(db) == written
-    assert written["decoded"].seen_at == T1.replace(tzinfo=None) and written["nodes"]
+    assert written["decoded"]["seen_at"] == T1.replace(tzinfo=None) and written["nodes"]
 
 
 def test_a_snapshot_two_sources_make_is_cached_from_the_tables(db: Path) -> None:
@@ -393,27 +402,46 @@ def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, byt
 
 
 def test_the_encoding_gives_each_value_its_place_where_first_seen() -> None:
-    from auditor.store.fabric_cache import _as_columns, _decode_fabric, _encode_fabric
+    from auditor.store.fabric_cache import (
+        _ALL_PARTS,
+        _CACHE_PARTS,
+        _FABRIC_CACHE_FORMAT,
+        _as_columns,
+        _decode_fabric,
+        _encode_fabric,
+    )
 
     widths = {"nodes": 7, "ports": 10, "links": 6, "peers": 4, "names": 3, "changed": 6}
     rows: dict[str, list[tuple[Any, ...]]] = {
         "nodes": [("0xb", "switch", "sw b", "sw-b", "MQM8700", None, 7),
                   ("0xa", "hca", "h a", "h-a", None, None, None)],
         # a text first seen in a later column, a number shared with nodes, all-null columns
-        "ports": [("0xb", 1, None, 7, None, None, "4X", "HDR", None, None),
-                  ("0xa", 7, "0xa1", None, None, None, "4X", "EDR", None, None),
+        # (sorted by GUID and port, as fabric_ports and the ingest give them)
+        "ports": [("0xa", 7, "0xa1", None, None, None, "4X", "EDR", None, None),
+                  ("0xb", 1, None, 7, None, None, "4X", "HDR", None, None),
                   ("0xb", 2, "sw b", 9, None, None, None, None, None, None)],
         "links": [("0xa", 7, "0xb", 1, "4X", "HDR")],
-        "peers": [("0xc", 3, "0xa", 7), ("0xb", 1, "0xa", 7)],
+        # sorted by GUID and port, as port_peers gives them
+        "peers": [("0xb", 1, "0xa", 7), ("0xc", 3, "0xa", 7)],
         "names": [("0xc", "gone", "hca")],
         "changed": [("0xa", 7, "0xb", 1, "2X", None)],
     }
+    parts = [*_CACHE_PARTS, "lookup"]
     got = _encode_fabric({k: _as_columns(v, widths[k]) for k, v in rows.items()})
-    assert got == _encode_row_by_row(rows)
+    assert {k: got[k] for k in parts} == _encode_row_by_row(rows)
     empty = {k: [] for k in rows}
-    assert _encode_fabric({k: _as_columns([], widths[k]) for k in rows}) == _encode_row_by_row(
-        empty)
+    assert {k: v for k, v in _encode_fabric({k: _as_columns([], widths[k]) for k in rows}
+                                            ).items() if k in parts} == _encode_row_by_row(empty)
     at = T0.replace(tzinfo=None)
-    decoded = _decode_fabric((at, at, 4, got["lookup"], *(got[k] for k in widths)))
-    assert [list(c) for c in decoded.ports] == _as_columns(rows["ports"], 10)
+    decoded = _decode_fabric((at, at, _FABRIC_CACHE_FORMAT, got["lookup"],
+                              *(got[k] for k in _ALL_PARTS)))
+    assert [list(decoded.parts["ports"].column(i)) for i in range(10)] == _as_columns(
+        rows["ports"], 10)
     assert decoded.changed == rows["changed"]
+    # The indexes: the nodes' keys, then 0xc of the peers only; each one's links (in
+    # `adjacent`), ports and peers as (first row, count); the link by (an HCA end, rate).
+    assert _decoded(decoded)["keys"] == [["0xb", "0xa", "0xc"], [0, 1, 2], [1, 1, 0],
+                                         [1, 0, 0], [2, 1, 0], [0, 0, 1], [1, 0, 1]]
+    assert _decoded(decoded)["adjacent"] == [[0, 0]]
+    assert _decoded(decoded)["rates"] == [[1], ["4X"], ["HDR"], [0], [1]]
+    assert _decoded(decoded)["rated"] == [[0]]

@@ -131,6 +131,7 @@ def _footprint(fp: Footprints, guids: list[str], lo: datetime, hi: datetime) -> 
     cables = fp.cables
     links: set[LinkKey] = set()
     leaves: set[str] = set()
+    cables.hcas(guids)
     for guid in guids:
         flapped, leaves_of = cables.hca(guid)
         links.update(flapped)

@@ -24,7 +24,8 @@ the finding is the lot.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, TypedDict
@@ -97,12 +98,11 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
-def parts_of(store: Store, per_port: dict[tuple[str, int | None], int]) -> _Parts:
-    """The parts the store knows per port, with the incidents of `per_port` (counted in SQL:
-    cohort_parts.sql; a Part object for each of the 196,608 parts of a 65,536-GPU fabric was
-    most of the cohorts' time, issue #25)."""
-    rows = store.cohort_parts({(g, p): n for (g, p), n in per_port.items()
-                               if p is not None and n})
+def parts_of(store: Store, per_port: dict[tuple[str, int], int]) -> _Parts:
+    """The parts the store knows per port, with the incidents of `per_port` (the ports that
+    had any; counted in SQL: cohort_parts.sql; a Part object for each of the 196,608 parts of a
+    65,536-GPU fabric was most of the cohorts' time, issue #25)."""
+    rows = store.cohort_parts(per_port)
     if not rows:
         return _Parts([], {dim: [] for dim in DIMENSIONS}, [])
     idents, part_number, vendor, firmware, lot, incidents = map(list, zip(*rows, strict=True))
@@ -144,44 +144,39 @@ def _count(per_port: dict[tuple[str, int | None], int],
 def cohorts(store: Store, out: Outcomes) -> Cohorts:
     """Every cohort of the window's parts, flagged ones first (most significant first)."""
     cfg = out.settings
-    parts = parts_of(store, _incidents(out, store.replacements()))
+    per_port = {(g, p): n for (g, p), n in _incidents(out, store.replacements()).items()
+                if p is not None and n}
+    # Counted in SQL (cohort_counts.sql): the parts as Python rows only when a flagged cohort
+    # is to be explained by finer ones (#25: 196,608 of them were 0.5 s of `report`).
+    counts: dict[str, dict[str, tuple[int, int, int, str | None]]] = {dim: {} for dim in DIMENSIONS}
+    total = (0, 0, 0)
+    for dim, value, n, k, incidents, top in store.cohort_counts(per_port):
+        if dim in counts and value is not None:
+            counts[dim][value] = (n, k, incidents, top)
+        elif dim == "":
+            total = (n, k, incidents)
     # The parts were watched while nightly runs remembered suspects, not the whole window.
     watched_from = max(out.since, out.first_run) if out.first_run else out.since
     days = max((out.until - watched_from).total_seconds() / 86400, 1e-9)
-    hit = [i for i, n in enumerate(parts.incidents) if n]
-    result = Cohorts(round(days, 2), len(parts.idents), len(hit), sum(parts.incidents))
+    result = Cohorts(round(days, 2), *total)
     candidates: list[_Candidate] = []
-    numbers = parts.values["part_number"]
     for dim in DIMENSIONS:
-        # Counted per value over the columns, the parts with an incident apart (a few hundred of
-        # 196,608 at 65,536 GPUs): a list of each value's parts was most of `report` (#25).
-        values = parts.values[dim]
-        count: Counter[str] = Counter(v for v in values if v is not None)
-        if len(count) < 2:
+        of_dim = counts[dim]
+        if len(of_dim) < 2:
             continue  # nothing to compare with
-        hit_of: Counter[str] = Counter()
-        incidents_of: Counter[str] = Counter()
-        for i in hit:
-            if (v := values[i]) is not None:
-                hit_of[v] += 1
-                incidents_of[v] += parts.incidents[i]
-        # A lot's or firmware's most common part number; ties to the one its first part has.
-        top: dict[str, tuple[int, str]] = {}
-        if dim != "part_number":
-            for (v, number), n in Counter(zip(values, numbers, strict=True)).items():
-                if v is not None and number is not None and (v not in top or n > top[v][0]):
-                    top[v] = (n, number)
-        known, known_hit = sum(count.values()), sum(hit_of.values())
-        for value in sorted(count):
-            n, k = count[value], hit_of[value]
-            candidates.append(_Candidate(dim, value, n, k, incidents_of[value],
-                                         top[value][1] if value in top else None,
+        known = sum(n for n, *_ in of_dim.values())
+        known_hit = sum(k for _, k, *_ in of_dim.values())
+        for value in sorted(of_dim):
+            n, k, incidents, top = of_dim[value]
+            # a lot's or firmware's most common part number (a part number's is itself)
+            candidates.append(_Candidate(dim, value, n, k, incidents,
+                                         top if dim != "part_number" else None,
                                          _Rest(known - n, known_hit - k)))
     tests = max(1, len(candidates))
     groups = [_cohort(c, days, tests, cfg.cohort_min_incidents, cfg.cohort_min_ratio,
                       cfg.cohort_alpha) for c in candidates]
-    _explain(groups, candidates, parts, tests, cfg.cohort_min_incidents, cfg.cohort_min_ratio,
-             cfg.cohort_alpha)
+    _explain(groups, candidates, lambda: parts_of(store, per_port), tests,
+             cfg.cohort_min_incidents, cfg.cohort_min_ratio, cfg.cohort_alpha)
     groups.sort(key=lambda g: (not g["flagged"], g["explained_by"] is not None,
                                g["p_value"] if g["p_value"] is not None else 2.0,
                                DIMENSIONS.index(g["field"]), g["value"]))
@@ -242,10 +237,16 @@ def _cohort(c: _Candidate, days: float, tests: int, min_incidents: int, min_rati
     }
 
 
-def _explain(groups: list[CohortJSON], candidates: list[_Candidate], parts: _Parts,
-             tests: int, min_incidents: int, min_ratio: float, alpha: float) -> None:
+def _explain(groups: list[CohortJSON], candidates: list[_Candidate],
+             read_parts: Callable[[], _Parts], tests: int, min_incidents: int,
+             min_ratio: float, alpha: float) -> None:
     """A flagged broad cohort that is no longer flagged once the parts of the flagged finer
-    cohorts inside it are taken out is explained by them."""
+    cohorts inside it are taken out is explained by them (the parts are read only when a
+    flagged cohort has flagged finer ones to be explained by)."""
+    dims = {c.dim for g, c in zip(groups, candidates, strict=True) if g["flagged"]}
+    if not any(finer in dims for dim in dims for finer in _FINER.get(dim, ())):
+        return
+    parts = read_parts()
     flagged = [(g, c, parts.members(c.dim, c.value))
                for g, c in zip(groups, candidates, strict=True) if g["flagged"]]
     for g, c, mine in flagged:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +50,7 @@ from auditor.analyse.survivors import lived_through
 from auditor.analyse.watchlist import current as watch_list
 from auditor.config import RankingSettings
 from auditor.errors import AuditorError
-from auditor.models import Fabric, LinkKey, NodeType, PortKey
+from auditor.models import Fabric, LinkKey, LinkRows, NodeType, PortKey
 from auditor.portmap import port_number
 from auditor.store import Store
 
@@ -100,17 +100,15 @@ def _in_maintenance(f: Flap, windows: list[tuple[set[str], set[PortKey], datetim
     return False
 
 
-def _linked_ports(fabric: Fabric) -> dict[str, int]:
-    count: dict[str, int] = defaultdict(int)
-    for lk in fabric.links:
-        count[lk.a_guid] += 1
-        count[lk.b_guid] += 1
-    return count
+def _linked_ports(rows: LinkRows, guid: str) -> int:
+    """How many link ends the node has (a link with both on it counts twice)."""
+    peers = rows.peers(guid)
+    return len(peers) + peers.count(guid)
 
 
 def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -> list[NodeEvent]:
     """Clusters of flaps on one node within COMMON_MODE_WINDOW covering enough of its ports."""
-    linked = _linked_ports(fabric)
+    rows = fabric.link_rows()
     by_node: dict[str, list[tuple[Flap, int]]] = defaultdict(list)
     for f in candidates:
         if f.down_at is None or f.counted_from is not None:
@@ -120,11 +118,11 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
     events: list[NodeEvent] = []
     for guid, items in by_node.items():
         node = fabric.nodes.get(guid)
-        total = linked.get(guid, 0)
-        if node is None or total < 2:
-            continue
-        if node.node_type == NodeType.HCA:
+        if node is None or node.node_type == NodeType.HCA:
             continue  # a host's HCAs are judged together (analyse/hosts.py)
+        total = _linked_ports(rows, guid)
+        if total < 2:
+            continue
         need = max(cfg.common_mode_min_ports, int(total * cfg.common_mode_fraction + 0.5))
         items.sort(key=lambda fp: fp[0].down_at or datetime.min)  # noqa: DTZ901
         i = 0
@@ -146,7 +144,7 @@ def _common_mode(candidates: list[Flap], fabric: Fabric, cfg: RankingSettings) -
     return events
 
 
-def _counter_evidence(deltas: list[CounterStepRow], peers: dict[PortKey, PortKey],
+def _counter_evidence(deltas: list[CounterStepRow], peers: Mapping[PortKey, PortKey],
                       links: dict[LinkKey, LinkEvidence]
                       ) -> dict[PortKey, list[CounterStepRow]]:
     """Counter increases into the links' evidence; returns every SymbolErrorCounter interval
@@ -182,15 +180,21 @@ def _link_rates(fabric: Fabric, keys: set[PortKey]
         p = fabric.ports.get(key)
         if p is not None and p.width and p.speed and p.state == "Active":
             rates[key] = (p.width, p.speed)
-    counted: Counter[tuple[str, str]] = Counter()
-    for lk in fabric.links:
+    # The links at those ports, in the links' order (a later link's rate wins, as it did when
+    # every link was walked); the fabric's counts from its rate groups (issue #25).
+    at, links = fabric.link_rows(), fabric.links
+    for i in sorted({i for guid, port in keys for i in at.at_port(guid, port)}):
+        lk = links[i]
         if lk.width and lk.speed:
             rate = (lk.width, lk.speed)
             if (a := (lk.a_guid, lk.a_port)) in keys:
                 rates[a] = rate
             if (b := (lk.b_guid, lk.b_port)) in keys:
                 rates[b] = rate
-            counted[rate] += 1
+    counted: Counter[tuple[str, str]] = Counter()
+    for (_, width, speed), rows in fabric.rate_groups().items():
+        if width and speed:
+            counted[(width, speed)] += len(rows)
     # A tie goes to the first in sorted order: the same rate in every process.
     usual = max(sorted(counted), key=lambda r: counted[r]) if counted else None
     return rates, usual
@@ -200,7 +204,7 @@ _BerReads = tuple[list[tuple[Any, ...]], dict[tuple[str, int], str]]
 
 
 def _ber_reads(store: Store, since: datetime, until: datetime,
-               symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey]
+               symbols: dict[PortKey, list[CounterStepRow]], peers: Mapping[PortKey, PortKey]
                ) -> _BerReads:
     """What the BER of the ports with symbol errors needs from the store: the data counter
     steps and the cable types of them and their peers."""
@@ -217,7 +221,7 @@ def _ber_reads(store: Store, since: datetime, until: datetime,
 
 
 def _ber_evidence(fabric: Fabric, reads: _BerReads,
-                  symbols: dict[PortKey, list[CounterStepRow]], peers: dict[PortKey, PortKey],
+                  symbols: dict[PortKey, list[CounterStepRow]], peers: Mapping[PortKey, PortKey],
                   links: dict[LinkKey, LinkEvidence]) -> None:
     """The symbol BER of every port that had symbol errors: per counter interval, its errors
     over the bits it received (its PortRcvData, else its peer's PortXmitData over the same
@@ -263,17 +267,16 @@ def _ber_evidence(fabric: Fabric, reads: _BerReads,
 
 
 def _reported_ber(fabric: Fabric, rows: list[PortBerRow], cables: dict[tuple[str, int], str],
-                  peers: dict[PortKey, PortKey], links: dict[LinkKey, LinkEvidence],
+                  peers: Mapping[PortKey, PortKey], links: dict[LinkKey, LinkEvidence],
                   cfg: RankingSettings) -> None:
     """The symbol BER ports reported themselves in the window (ibdiagnet PHY_DB16, issue #24),
     for the ports whose counters gave none: the BER rule judges it by the same limit. Only
     ports on a link of the newest snapshot (a BER of a port no cable leaves is nothing to
     replace), and only above the limit's warning level: a run reports every port of the
     fabric, and a link with nothing against it needs no evidence record."""
-    linked = {(lk.a_guid, lk.a_port) for lk in fabric.links} | {
-        (lk.b_guid, lk.b_port) for lk in fabric.links}
+    rows_at = fabric.link_rows()
     wanted = [r for r in rows if r["symbol_ber"] is not None
-              and (r["guid"], r["port"]) in linked]
+              and rows_at.at_port(r["guid"], r["port"])]
     if not wanted:
         return
     rates, usual = _link_rates(fabric, {(r["guid"], r["port"]) for r in wanted})
@@ -529,7 +532,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
 REROUTE_SOURCE = "sm reroute"
 
 
-def _reroutes_seen(store: Store, all_flaps: list[Flap], peers: dict[PortKey, PortKey],
+def _reroutes_seen(store: Store, all_flaps: list[Flap], peers: Mapping[PortKey, PortKey],
                    since: datetime, until: datetime) -> None:
     """Name the subnet manager among a flap's sources when a forwarding-table capture taken
     while the link was down shows a switch that sent no DLID out of its port any more (issue

@@ -118,7 +118,11 @@ def _switch_logs(ev: Evidence, events: list[EventRow], cov: Coverage) -> None:
     # The far end of the ports that logged only (all 24,576 were 5 ms of every `suspects`).
     peers: dict[tuple[str, int], tuple[str, int]] = {}
     if logged:
-        for lk in fabric.links:
+        # the links at the logged ports, in the links' order (issue #25: all 196,608 of a
+        # 65,536-GPU fabric made for a few hundred)
+        rows_at, cables = fabric.link_rows(), fabric.links
+        for i in sorted({i for guid, port in logged for i in rows_at.at_port(guid, port)}):
+            lk = cables[i]
             a, b = (lk.a_guid, lk.a_port), (lk.b_guid, lk.b_port)
             if a in logged:
                 peers[a] = b

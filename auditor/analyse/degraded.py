@@ -72,49 +72,69 @@ def ends_of(fabric: Fabric, link: Link) -> tuple[End, End]:
 def degraded_links(fabric: Fabric, previous: Sequence[Link] | None = None) -> list[Degraded]:
     """Links running narrower or slower than they could: than the port's "Could be" hint, than
     the same link in the previous snapshot (its links), or than most links of their tier (host
-    or switch). Asked on every `suspects`, so it does little per link: the usual case is that
-    every candidate equals the link's own width and speed."""
-    usual: dict[str, tuple[str | None, str | None]] = {}
-    # A link's tier: "host" when either end is an HCA (one set lookup per end: 196,608 links
-    # at 65,536 GPUs)
-    hcas = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.HCA}
-    tiers = ["host" if lk.a_guid in hcas or lk.b_guid in hcas else "switch"
-             for lk in fabric.links]
-    for tier in ("host", "switch"):
-        links = [lk for lk, t in zip(fabric.links, tiers, strict=True) if t == tier]
-        widths = Counter(lk.width for lk in links if lk.width)
-        speeds = Counter(lk.speed for lk in links if lk.speed)
-        usual[tier] = (
-            widths.most_common(1)[0][0] if widths else None,
-            speeds.most_common(1)[0][0] if speeds else None,
-        )
+    or switch). Asked on every `suspects`, so it looks only at the links that can have a
+    candidate: those of a rate other than their tier's usual one, at a hinted port, or in
+    `previous` (issue #25: at 65,536 GPUs, the other 196,000 links were 0.2 s)."""
+    # A link's tier: "host" when either end is an HCA. The fabric's links by tier and rate, in
+    # the order of each group's first link: the usual width and speed of a tier are its most
+    # common ones, a tie to the one seen first (Counter.most_common(1) over the links in order).
+    groups = fabric.rate_groups()
+    usual: dict[bool, tuple[str | None, str | None]] = {}
+    for host in (True, False):
+        widths: Counter[str] = Counter()
+        speeds: Counter[str] = Counter()
+        for (tier, width, speed), rows in groups.items():
+            if tier == host:
+                if width:
+                    widths[width] += len(rows)
+                if speed:
+                    speeds[speed] += len(rows)
+        usual[host] = (widths.most_common(1)[0][0] if widths else None,
+                       speeds.most_common(1)[0][0] if speeds else None)
+    candidates: set[int] = set()
+    for (tier, width, speed), rows in groups.items():
+        if (width, speed) != usual[tier]:
+            candidates.update(rows)
     before = {link_key(lk): lk for lk in previous} if previous else {}
+    at = fabric.link_rows()
+    links = fabric.links
+    if len(before) * 8 > len(links):  # a whole snapshot before (`auditor topology`): walk all
+        candidates.update(i for i, lk in enumerate(links) if link_key(lk) in before)
+    else:  # the links that ran otherwise (`suspects`): those at their a ends' nodes
+        for guid in {key[0] for key in before}:
+            candidates.update(i for i in at.get(guid, ()) if link_key(links[i]) in before)
     # Only ports with a "Could be" hint add a candidate of their own.
     hints: dict[tuple[str, int], list[tuple[str | None, str | None, str]]] = {}
-    for key, p in fabric.ports.items():
+    for p in fabric.hinted_ports():
         # ibsim advertises 12X on every port, so every 4X link there says "Could be 12X";
         # no HDR/NDR/XDR switch or HCA has 12X ports, so that hint is noise, not capability.
+        port = (p.guid, p.port)
         if p.could_be_width and p.could_be_width != "12X":
-            hints.setdefault(key, []).append((p.could_be_width, None, "port could train wider"))
+            hints.setdefault(port, []).append((p.could_be_width, None, "port could train wider"))
         if p.could_be_speed:
-            hints.setdefault(key, []).append((None, p.could_be_speed, "port could train faster"))
+            hints.setdefault(port, []).append((None, p.could_be_speed, "port could train faster"))
+    for guid, number in hints:
+        candidates.update(i for i in at.get(guid, ())
+                          if (guid, number) in ((links[i].a_guid, links[i].a_port),
+                                                (links[i].b_guid, links[i].b_port)))
+    hcas = {g for g, n in fabric.nodes.items() if n.node_type == NodeType.HCA}
     found = []
-    for lk, tier in zip(fabric.links, tiers, strict=True):
-        if ((lk.width, lk.speed) == usual[tier] and not before
-                and (lk.a_guid, lk.a_port) not in hints and (lk.b_guid, lk.b_port) not in hints):
-            continue  # no candidate at all: the usual link (most of them)
-        candidates = [*hints.get((lk.a_guid, lk.a_port), ()),
-                      *hints.get((lk.b_guid, lk.b_port), ())]
+    for i in sorted(candidates):
+        lk = links[i]
+        tier = lk.a_guid in hcas or lk.b_guid in hcas
+        candidates_here = [*hints.get((lk.a_guid, lk.a_port), ()),
+                           *hints.get((lk.b_guid, lk.b_port), ())]
         old = before.get(link_key(lk))
         if old is not None and (old.width, old.speed) != (lk.width, lk.speed):
-            candidates.append((old.width, old.speed, "slower or narrower than last snapshot"))
+            candidates_here.append((old.width, old.speed, "slower or narrower than last snapshot"))
         width, speed = usual[tier]
         if (width, speed) != (lk.width, lk.speed):
-            candidates.append((width, speed, f"below most {tier} links"))
-        if not candidates:
+            candidates_here.append(
+                (width, speed, f"below most {'host' if tier else 'switch'} links"))
+        if not candidates_here:
             continue
         own_width, own_speed = _rank(lk.width, WIDTHS), _rank(lk.speed, SPEEDS)
-        for cand_width, cand_speed, why in candidates:
+        for cand_width, cand_speed, why in candidates_here:
             narrower = _rank(cand_width, WIDTHS) > own_width >= 0
             slower = _rank(cand_speed, SPEEDS) > own_speed >= 0
             if narrower or slower:

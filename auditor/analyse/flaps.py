@@ -7,8 +7,8 @@ ends both logged a down within a few seconds is one link event with two ends.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import ChainMap, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -93,7 +93,7 @@ def _port_flaps(events: list[EventRow]) -> dict[PortKey, list[Flap]]:
     return out
 
 
-def _link_of(key: PortKey, peers: dict[PortKey, PortKey]) -> tuple[PortKey, ...]:
+def _link_of(key: PortKey, peers: Mapping[PortKey, PortKey]) -> tuple[PortKey, ...]:
     peer = peers.get(key)
     return tuple(sorted((key, peer))) if peer else (key,)
 
@@ -109,7 +109,7 @@ def _overlap(a: Flap, b: Flap) -> bool:
 
 
 def merge_links(port_flaps: dict[PortKey, list[Flap]],
-                peers: dict[PortKey, PortKey]) -> list[Flap]:
+                peers: Mapping[PortKey, PortKey]) -> list[Flap]:
     """Flaps of both ends of one cable (and of several sources) become one link flap."""
     by_link: dict[tuple[PortKey, ...], list[Flap]] = defaultdict(list)
     for key, flaps in port_flaps.items():
@@ -142,7 +142,7 @@ def merge_links(port_flaps: dict[PortKey, list[Flap]],
 
 
 def add_counter_flaps(flaps: list[Flap], deltas: Sequence[CounterStepRow],
-                      peers: dict[PortKey, PortKey]) -> list[Flap]:
+                      peers: Mapping[PortKey, PortKey]) -> list[Flap]:
     """LinkDownedCounter steps that no log explains become flaps of their own (approximate)."""
     steps: dict[tuple[PortKey, ...], CounterStepRow] = {}
     for d in deltas:
@@ -171,7 +171,7 @@ def add_counter_flaps(flaps: list[Flap], deltas: Sequence[CounterStepRow],
 
 
 def flaps(store: Store, since: datetime, until: datetime,
-          peers: dict[PortKey, PortKey] | None = None,
+          peers: Mapping[PortKey, PortKey] | None = None,
           events: list[EventRow] | None = None,
           link_downs: Sequence[CounterStepRow] | None = None) -> list[Flap]:
     """Every link flap that went down in [since, until], or was still down at `since`.
@@ -180,12 +180,19 @@ def flaps(store: Store, since: datetime, until: datetime,
     its order) may be passed in when the caller has them already."""
     if events is None:
         events = store.events(since - LOOKBACK, until)
-    peers = dict(peers) if peers is not None else store.port_peers(until)
+    # What the events teach goes in front of the store's answer, which stays as it is (a
+    # 65,536-GPU fabric's 393,216 peers are read one at a time when asked about, issue #25).
+    taught: dict[PortKey, PortKey] = {}
+    known: Mapping[PortKey, PortKey] = peers if peers is not None else store.port_peers(until)
     for e in events:
         # Sources that name both ends (UFM) teach us the peer even without a topology snapshot.
         if e["guid"] and e["port"] is not None and e["peer_guid"] and e["peer_port"] is not None:
-            peers.setdefault((e["guid"], e["port"]), (e["peer_guid"], e["peer_port"]))
-            peers.setdefault((e["peer_guid"], e["peer_port"]), (e["guid"], e["port"]))
+            for key, peer in (((e["guid"], e["port"]), (e["peer_guid"], e["peer_port"])),
+                              ((e["peer_guid"], e["peer_port"]), (e["guid"], e["port"]))):
+                if key not in taught and key not in known:
+                    taught[key] = peer
+    # (ChainMap only reads the maps after the first)
+    peers = ChainMap(taught, known) if taught else known  # type: ignore[arg-type]
     merged = merge_links(_port_flaps(events), peers)
     if link_downs is None:
         link_downs = store.counter_deltas(since, until)

@@ -28,11 +28,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from auditor.analyse.flaps import Flap
 from auditor.config import RankingSettings
-from auditor.models import Fabric, NodeType, PortKey
+from auditor.models import Fabric, NodeType, PortKey, PortPeers
 
 if TYPE_CHECKING:
     from auditor.store.rows import CounterStepRow, JobErrorRow
@@ -98,29 +99,36 @@ def host_key(name: str, guid: str, aliases: dict[str, str], names: set[str]) -> 
     return alias if alias is not None and alias in names else name
 
 
-def rails(fabric: Fabric, peers: dict[PortKey, PortKey],
+def rails(fabric: Fabric, peers: PortPeers,
           aliases: dict[str, str] | None = None) -> Rails:
     """Group the fabric's HCAs into hosts by name. A port is a rail when it carries a link in
     the snapshot or had a peer in any earlier one (a host down at the snapshot still has
     rails)."""
     out = Rails()
     lowered = {k.lower(): v for k, v in (aliases or {}).items()}
-    names = {n.name for n in fabric.nodes.values() if n.node_type == NodeType.HCA}
-    hcas: dict[str, list[str]] = defaultdict(list)
+    # Each name's host worked out once (a host's 8 HCAs share it: 65,536 at 65,536 GPUs).
+    by_name: dict[str, list[str]] = defaultdict(list)
     for n in fabric.nodes.values():
         if n.node_type == NodeType.HCA:
-            hcas[host_key(n.name, n.guid, lowered, names)].append(n.guid)
+            by_name[n.name].append(n.guid)
+    names = set(by_name)
+    hcas: dict[str, list[str]] = defaultdict(list)
+    for name, guids in by_name.items():
+        if (host := host_key(name, "", lowered, names)):
+            hcas[host].extend(guids)
+        else:  # not a host name: each HCA is a host of its own, keyed by its GUID
+            for guid in guids:
+                hcas[guid].append(guid)
     by_guid = {g: host for host, gs in hcas.items() for g in gs}
-    linked: set[PortKey] = {k for k in peers if k[0] in by_guid}
-    for lk in fabric.links:
-        if lk.a_guid in by_guid:
-            linked.add((lk.a_guid, lk.a_port))
-        if lk.b_guid in by_guid:
-            linked.add((lk.b_guid, lk.b_port))
+    # (asked of the HCAs only: a 65,536-GPU fabric has 393,216 ports with peers, issue #25)
+    linked = peers.of_nodes(by_guid)
+    if not peers.covers(fabric):
+        linked += fabric.link_rows().ports_of(by_guid)
+    host_of = out.host_of = dict(zip(linked, map(by_guid.__getitem__, map(itemgetter(0), linked)),
+                                     strict=True))
     ports: dict[str, set[PortKey]] = defaultdict(set)
-    for key in linked:
-        ports[by_guid[key[0]]].add(key)
-        out.host_of[key] = by_guid[key[0]]
+    for key, host in host_of.items():
+        ports[host].add(key)
     out.hcas = {h: sorted(gs) for h, gs in hcas.items()}
     out.ports = dict(ports)
     return out

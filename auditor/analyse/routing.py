@@ -12,6 +12,7 @@ the SM lost a link (or found a better one: a link back up takes routes back).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,7 @@ def routes_from(fabric: Fabric, tables: list[StoredLft], lmc: int = 0) -> Routes
     return _routes(fabric.links, ends, tables, lmc)
 
 
-def _routes(links: list[Link], ends: list[tuple[str, int, int]], tables: list[StoredLft],
+def _routes(links: Sequence[Link], ends: list[tuple[str, int, int]], tables: list[StoredLft],
             lmc: int) -> Routes:
     width = max((len(t.ports) for t in tables), default=1)
     out = np.full((len(tables), width), NO_ROUTE, dtype=np.uint8)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ def _now() -> datetime:
 
 
 def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings, *,
-            peers: dict[PortKey, PortKey] | None = None,
+            peers: Mapping[PortKey, PortKey] | None = None,
             names: dict[str, tuple[str, str]] | None = None) -> WatchList:
     """Compute the watch list of the readings in [since, until] (naive UTC) and store it in
     place of the one before, in a transaction (the caller's, if it holds one). Called outside
@@ -79,7 +80,7 @@ def refresh(store: Store, since: datetime, until: datetime, cfg: OpticsSettings,
 
 
 def current(store: Store, since: datetime, until: datetime, cfg: OpticsSettings, *,
-            peers: dict[PortKey, PortKey] | None = None,
+            peers: Mapping[PortKey, PortKey] | None = None,
             names: dict[str, tuple[str, str]] | None = None) -> WatchList:
     """The watch list of [since, until] (naive UTC): the stored one when it is this one,
     else computed here (`on_demand_because` says why)."""

@@ -80,3 +80,12 @@ class SwitchQueries(Connection):
         wanted = sorted(incidents.items())
         return self.run("cohort_parts", guids=[g for (g, _), _ in wanted],
                         ports=[p for (_, p), _ in wanted], incidents=[n for _, n in wanted])
+
+    def cohort_counts(self, incidents: dict[tuple[str, int], int]
+                      ) -> list[tuple[str, str | None, int, int, int, str | None]]:
+        """The cohorts' counts (cohort_counts.sql): per field and known value (field, value,
+        parts, parts with an incident, incidents, most common part number), and the totals of
+        all parts as field ''. `incidents` as for cohort_parts."""
+        wanted = sorted(incidents.items())
+        return self.run("cohort_counts", guids=[g for (g, _), _ in wanted],
+                        ports=[p for (_, p), _ in wanted], incidents=[n for _, n in wanted])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from functools import partial
@@ -337,7 +337,7 @@ def port_reader(store: Store, since: datetime, until: datetime
 
 
 def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettings | None = None,
-               *, peers: dict[PortKey, PortKey] | None = None,
+               *, peers: Mapping[PortKey, PortKey] | None = None,
                names: dict[str, tuple[str, str]] | None = None,
                bucket: int = BUCKET_MODULES) -> WatchList:
     """The watch list from the readings of [since, until] (naive UTC). `peers` and `names` are

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -349,7 +349,7 @@ class Assessment:
     the module at the other end of the link, which may be in another bucket (kept as its Rx or
     Tx series when the other end was read: `linked`; None: keep every module's)."""
 
-    def __init__(self, cfg: OpticsSettings, peers: dict[PortKey, PortKey],
+    def __init__(self, cfg: OpticsSettings, peers: Mapping[PortKey, PortKey],
                  names: dict[str, tuple[str, str]], linked: set[PortKey] | None = None
                  ) -> None:
         self.cfg, self.peers, self.names, self.linked = cfg, peers, names, linked
@@ -425,7 +425,7 @@ class Assessment:
 
 
 def assess(hs: dict[ModuleKey, History], cfg: OpticsSettings, since: datetime, until: datetime,
-           peers: dict[PortKey, PortKey], names: dict[str, tuple[str, str]]) -> WatchList:
+           peers: Mapping[PortKey, PortKey], names: dict[str, tuple[str, str]]) -> WatchList:
     """Every rule over every module; the watch list, strongest first."""
     done = Assessment(cfg, peers, names)
     done.add(hs)
