@@ -66,7 +66,10 @@ class Switch:
                 st = self.control.stat()
                 stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
                 if stamp != self._stamp:
-                    self._state = json.loads(self.control.read_text()).get("ports", {})
+                    control = json.loads(self.control.read_text())
+                    self._state = control.get("ports", {})
+                    # the launcher's reading of snmpd's own sysUpTime zero, when it has one
+                    self.start = float(control.get("agent_start", self.start))
                     self._stamp = stamp
             except (OSError, ValueError):
                 pass  # mid-rewrite or absent: keep serving the last good state

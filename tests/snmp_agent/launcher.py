@@ -74,6 +74,17 @@ def _probe_packet(community: str) -> bytes:
     return _tlv(0x30, _tlv(0x02, b"\x01") + _tlv(0x04, community.encode()) + pdu)
 
 
+def _uptime_ticks(answer: bytes) -> int | None:
+    """The TimeTicks value of a GET sysUpTime.0 response (tag 0x43 after the OID), if any."""
+    at = answer.find(bytes.fromhex("06082b06010201010300"))
+    if at < 0 or at + 12 > len(answer) or answer[at + 10] != 0x43:
+        return None
+    size = answer[at + 11]
+    if size > 5 or at + 12 + size > len(answer):
+        return None
+    return int.from_bytes(answer[at + 12:at + 12 + size], "big")
+
+
 class Snmpd:
     """One snmpd process; `communities` are v2c read-only, `users` v3 authPriv (SHA/AES)."""
 
@@ -91,6 +102,7 @@ class Snmpd:
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self._state: dict[str, dict[str, Any]] = {}
+        self.agent_start: float | None = None  # wall time of sysUpTime 0, from the probe
 
     def _conf(self) -> str:
         lines = [f"rocommunity {c} 127.0.0.1" for c in self.communities]
@@ -149,10 +161,17 @@ class Snmpd:
                     raise RuntimeError(f"exited rc={self.proc.returncode}: {tail}")
                 s.sendto(packet, ("127.0.0.1", self.port))
                 try:
-                    s.recv(4096)
-                    return
+                    answer = s.recv(4096)
                 except TimeoutError:
                     continue
+                ticks = _uptime_ticks(answer)
+                if ticks is not None:
+                    # snmpd counts sysUpTime from the end of its start-up, not from its
+                    # process start (the backend's fallback): on a loaded machine the two
+                    # differ by more than a second, and every ifLastChange would be off.
+                    self.agent_start = time.time() - ticks / 100
+                    self._write_control()
+                return
         raise RuntimeError(f"no answer on 127.0.0.1:{self.port} in {deadline_s:.0f} s")
 
     def children(self) -> list[int]:
@@ -191,7 +210,10 @@ class Snmpd:
     def _write_control(self) -> None:
         # Atomic replace: the backend re-reads on an inode/mtime change and never sees half a file.
         tmp = self.control.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"ports": self._state}))
+        control: dict[str, Any] = {"ports": self._state}
+        if self.agent_start is not None:
+            control["agent_start"] = self.agent_start
+        tmp.write_text(json.dumps(control))
         tmp.replace(self.control)
 
     def __enter__(self) -> Snmpd:
