@@ -1,7 +1,9 @@
--- `optics_daily` for the modules read in one port ($guid, $port) within [$since, $until]: the
--- histories a report's trend plot of that port needs, when the watch list was precomputed
--- (issue #25) and the whole window's histories were not read. The caller keeps the modules
--- whose newest placement is that port, as `WatchList.at_port` does.
+-- `optics_daily` for the modules read in the ports ($guids[i], $ports[i]) within [$since,
+-- $until]: the histories a report's trend plots of those ports need, when the watch list was
+-- precomputed (issue #25) and the whole window's histories were not read. The caller keeps the
+-- modules whose newest placement is the port asked, as `WatchList.at_port` does. All the
+-- report's ports in one statement: one statement a port was 88 scans of a month's 2 million
+-- readings at 65,536 GPUs (7.5 s of a report).
 with daily as (
     select device, port_name, serial_number, lane,
            date_diff('day', cast($since as date), cast(read_at as date)) as day,
@@ -14,9 +16,11 @@ with daily as (
            median(rx_power_dbm) as rx_power_dbm
     from optics_readings r
     where read_at >= $since and read_at <= $until
-      and exists (select 1 from optics_readings p
-                  where p.read_at >= $since and p.read_at <= $until and p.guid = $guid
-                    and p.port = $port and p.device = r.device and p.port_name = r.port_name
+      and exists (select 1
+                  from optics_readings p,
+                       (select unnest($guids) as guid, unnest($ports) as port) as w
+                  where p.read_at >= $since and p.read_at <= $until and p.guid = w.guid
+                    and p.port = w.port and p.device = r.device and p.port_name = r.port_name
                     and p.serial_number is not distinct from r.serial_number)
     group by device, port_name, serial_number, lane, day
 )

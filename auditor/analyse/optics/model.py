@@ -4,10 +4,9 @@ fitted line (the package's docstring says what the watch list is)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Final
+from typing import Final, Protocol
 
 from auditor.config import OpticsSettings
 from auditor.models import (
@@ -157,6 +156,14 @@ class Watch:
         return tuple(sorted([mine, self.peer])) if self.peer else (mine,)
 
 
+class PortHistories(Protocol):
+    """Reads the histories of the modules read in a port (`optics.read.PortReader`)."""
+
+    def __call__(self, guid: str, port: int) -> list[History]: ...
+
+    def prefetch(self, ports: list[tuple[str, int]]) -> None: ...
+
+
 @dataclass(slots=True)
 class WatchList:
     """The modules to watch, strongest first."""
@@ -172,8 +179,7 @@ class WatchList:
     precomputed: bool = False
     on_demand_because: str | None = None
     # A precomputed list holds no histories: the report's trend plots read a port's on demand.
-    port_histories: Callable[[str, int], list[History]] | None = field(default=None,
-                                                                       repr=False)
+    port_histories: PortHistories | None = field(default=None, repr=False)
 
     def by_link(self) -> dict[LinkKey, list[Watch]]:
         out: dict[LinkKey, list[Watch]] = defaultdict(list)
@@ -181,6 +187,11 @@ class WatchList:
             if (link := w.link) is not None:
                 out[link].append(w)
         return dict(out)
+
+    def prefetch_ports(self, ports: list[tuple[str, int]]) -> None:
+        """Read the histories of `ports` at once, before `at_port` asks for each."""
+        if self.port_histories is not None:
+            self.port_histories.prefetch(ports)
 
     def at_port(self, guid: str, port: int | None) -> list[History]:
         """The histories of the modules read in one port (a swap leaves two), newest last."""

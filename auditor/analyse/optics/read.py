@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
 from functools import partial
@@ -321,19 +321,40 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def port_reader(store: Store, since: datetime, until: datetime
-                ) -> Callable[[str, int], list[History]]:
-    """The histories of the modules read in one port, read from the store when asked (what
-    `WatchList.at_port` gives when the list's histories were not kept)."""
+class PortReader:
+    """The histories of the modules read in a port, read from the store when asked (what
+    `WatchList.at_port` gives when the list's histories were not kept). `prefetch` reads the
+    ports a caller will ask about in one statement each for the readings and the thresholds
+    (a report's trace ports: 88 statements of a month's readings were 13 s at 65,536 GPUs)."""
 
-    def port_histories(guid: str, port: int) -> list[History]:
+    def __init__(self, store: Store, since: datetime, until: datetime) -> None:
+        self.store, self.since, self.until = store, since, until
+        self.known: dict[tuple[str, int], list[History]] = {}
+
+    def prefetch(self, ports: list[tuple[str, int]]) -> None:
+        asked = sorted(set(ports) - set(self.known))
+        if not asked:
+            return
         # The same histories `watch_list` builds (a module's history is its own readings
-        # only), for the modules whose newest placement is this port.
-        hs = histories(store.optics_daily_at_port(since, until, guid, port),
-                       store.optics_thresholds_at_port(since, until, guid, port), since.date())
-        return [h for h in hs.values() if h.module.guid == guid and h.module.port == port]
+        # only), each kept for the port of its newest placement.
+        hs = histories(self.store.optics_daily_at_ports(self.since, self.until, asked),
+                       self.store.optics_thresholds_at_ports(self.since, self.until, asked),
+                       self.since.date())
+        fresh: dict[tuple[str, int], list[History]] = {key: [] for key in asked}
+        for h in hs.values():
+            guid, port = h.module.guid, h.module.port
+            if guid is not None and port is not None and (guid, port) in fresh:
+                fresh[(guid, port)].append(h)
+        self.known |= fresh
 
-    return port_histories
+    def __call__(self, guid: str, port: int) -> list[History]:
+        self.prefetch([(guid, port)])
+        return self.known[(guid, port)]
+
+
+def port_reader(store: Store, since: datetime, until: datetime) -> PortReader:
+    """A `PortReader` of [since, until]."""
+    return PortReader(store, since, until)
 
 
 def watch_list(store: Store, since: datetime, until: datetime, cfg: OpticsSettings | None = None,
