@@ -1,5 +1,5 @@
 -- For every port that ever carried a link (up to $until): its last peer. Sorted by port: the
--- fabric cache keeps a node's peers together (auditor/store/fabric_cache.py).
+-- fabric cache keeps a node's peers together (auditor/store/fabric_codec.py).
 with ends as (
     select seen_at, a_guid as guid, a_port as port, b_guid as peer_guid, b_port as peer_port
     from links where seen_at <= $until

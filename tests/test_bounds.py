@@ -97,13 +97,13 @@ def test_json_is_written_in_one_place() -> None:
     """Every JSON output goes through auditor.safe_text.json_text (report.tables.to_json is
     its indented form): no other module of the auditor calls json.dump/json.dumps, except to
     digest its own options (never output), the scenario generator's ground truth and the
-    simulator's vendor files (inputs, not outputs), the store's fabric cache (lookup lists only
+    simulator's vendor files (inputs, not outputs), the fabric cache's codec (lookup lists only
     the store reads back, issue #21), the precomputed watch list's findings and settings (read
     back only by analyse/watchlist.py itself, issue #25; NaN kept as NaN, not made null), and
     the JSON-event parsers that keep an entry as its
     event's message (stored text, shown through safe_text like every message)."""
     allowed = {"safe_text.py", "ingest/common.py", "simulate/scenario/generator.py",
-               "store/fabric_cache.py", "simulate/vendor_formats.py", "parse/nvos_events.py",
+               "store/fabric_codec.py", "simulate/vendor_formats.py", "parse/nvos_events.py",
                "parse/ufm_rest_events.py", "analyse/watchlist.py"}
     found = set()
     for path in PACKAGE.rglob("*.py"):

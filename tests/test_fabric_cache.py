@@ -305,7 +305,7 @@ def _cache_parts(db: Path) -> dict[str, Any]:
     """The fabric_cache row: the snapshot's nodes, ports and links parts as stored, and all of
     it decoded (node_names names no order, so its part and the places of what only it holds in
     the lookup lists come in the order the engine gave them)."""
-    from auditor.store.fabric_cache import _decode_fabric
+    from auditor.store.fabric_codec import _decode_fabric
 
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -379,7 +379,7 @@ def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, byt
     import json
     from array import array
 
-    from auditor.store.fabric_cache import _CACHE_PARTS, _N, _S, _S0
+    from auditor.store.fabric_codec import _CACHE_PARTS, _N, _S, _S0
 
     strings: dict[Any, int] = {}
     numbers: dict[Any, int] = {}
@@ -402,7 +402,7 @@ def _encode_row_by_row(parts: dict[str, list[tuple[Any, ...]]]) -> dict[str, byt
 
 
 def test_the_encoding_gives_each_value_its_place_where_first_seen() -> None:
-    from auditor.store.fabric_cache import (
+    from auditor.store.fabric_codec import (
         _ALL_PARTS,
         _CACHE_PARTS,
         _FABRIC_CACHE_FORMAT,

@@ -5,9 +5,9 @@ is one connection (connection.py: opening, migrations, transactions, background 
 the queries of each subject as a mixin: sources, topology, fabric_cache (the snapshots' reads
 and the newest one kept ready), events, counters, jobs, hosts, switches, optics, inventory,
 outcomes, exports, lfts (the forwarding tables). columns.py batches rows as numpy columns for
-the writers; rows.py types the
-rows the queries return; meta.py holds what an ingest says about a file (SourceMeta,
-JobLogMeta).
+the writers; fabric_codec.py and fabric_views.py hold the fabric cache's format and the objects
+read from it; rows.py types the rows the queries return; meta.py holds what an ingest says
+about a file (SourceMeta, JobLogMeta).
 """
 
 from __future__ import annotations

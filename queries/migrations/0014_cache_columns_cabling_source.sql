@@ -1,7 +1,8 @@
 -- Schema version 14 (issue #21). fabric_cache as typed columns whose reading allocates only
--- from the bytes actually there (auditor/store.py _encode_fabric). Schema 11's marshal blob
--- claimed its own counts: 5 bytes claiming 2**31 items made every command that reads the
--- fabric ask for 16 GiB, and a body of the right fingerprint but the wrong shape crashed them.
+-- from the bytes actually there (auditor/store/fabric_codec.py _encode_fabric). Schema 11's
+-- marshal blob claimed its own counts: 5 bytes claiming 2**31 items made every command that
+-- reads the fabric ask for 16 GiB, and a body of the right fingerprint but the wrong shape
+-- crashed them.
 -- The old row is dropped; the store rebuilds the cache from the tables after this step.
 drop table if exists fabric_cache;
 create table fabric_cache (
