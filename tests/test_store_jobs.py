@@ -139,6 +139,32 @@ def test_jobs_during_on_the_hosts_asked_about_with_all_their_hosts(tmp_path: Pat
     assert every == [j for j in unfiltered if j["job_id"] != "15"]
 
 
+def test_jobs_on_hosts_during_answers_each_ask_on_its_host_and_span(tmp_path: Path) -> None:
+    """Each ask (id, span, host) gets the jobs that ran on its host during its span, each job
+    once with all its hosts and the asks it answers (issue #25: a log asks for its own moments
+    on one of its hosts, not for every job running at any log's moment)."""
+    early = (T0 + 90 * timedelta(minutes=1), T0 + 2 * H)
+    with _store(tmp_path / "j.duckdb") as store:
+        near = store.jobs_on_hosts_during(T0, UNTIL, [
+            (1, *early, "gpu-a"), (2, *early, "gpu-b"),
+            # gpu-c ran only job 10's requeued run, which had not started by then
+            (3, *early, "gpu-c"),
+            # the same ask on two host names, and one the requeued run answers
+            (4, T0 + 5 * H, T0 + 6 * H, "gpu-c"), (4, T0 + 5 * H, T0 + 6 * H, "gpu-a"),
+            # job 14's newest record, on a host of its own; job 12 had no start: never asked
+            (5, T0, UNTIL, "gpu-h"), (6, T0, UNTIL, "gpu-e"),
+            # a span outside the window's jobs
+            (7, UNTIL + H, UNTIL + 2 * H, "gpu-d")])
+        none = store.jobs_on_hosts_during(T0, UNTIL, [])
+    assert [(j["job_id"], j["state"], j["hosts"], j["asks"]) for j in near] == [
+        ("10", "FAILED", ["gpu-a", "gpu-b"], [1, 2]),
+        ("14", "FAILED", ["gpu-g", "gpu-h"], [5]),
+        ("10", "COMPLETED", ["gpu-a", "gpu-c"], [4]),
+        # still running: asked after the window's end, it ran then too
+        ("11", "RUNNING", ["gpu-d"], [7])]
+    assert near[0]["start_at"] == (T0 + H).replace(tzinfo=None) and none == []
+
+
 def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path) -> None:
     """Only a log without a job is matched to one by its hosts and time span: a labelled log's
     come back as None (issue #13)."""
@@ -155,12 +181,12 @@ def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path
     assert labelled == {"source_id": 7, "job_id": "11", "hosts": None, "first_at": None,
                         "last_at": None, "written_at": None, "nccl_versions": ["2.21.5"],
                         "ib_timeout": 20, "ib_retry_cnt": 7,
-                        "using_hosts": ["gpu-d"], "using_devices": ["mlx5_0"],
+                        "using_pairs": 1,
                         "ib_hca": "mlx5_0"}
     assert unlabelled == {"source_id": 8, "job_id": None, "hosts": ["gpu-e", "gpu-f"],
                           "first_at": at, "last_at": at + H, "written_at": at + 2 * H,
                           "nccl_versions": ["2.27.7"], "ib_timeout": None,
-                          "ib_retry_cnt": None, "using_hosts": [], "using_devices": [],
+                          "ib_retry_cnt": None, "using_pairs": 0,
                           "ib_hca": None}
 
 
@@ -188,9 +214,12 @@ def test_more_job_logs_than_one_statement_takes_are_all_stored(tmp_path: Path) -
     with _store(tmp_path / "j.duckdb") as store:
         store.add_job_logs(logs)
         stored = store.job_logs(T0, UNTIL)
+        # read back only for the logs asked about: every third and one never stored
+        asked = [m.source_id for m in logs[::3]] + [99_999]
+        using = store.job_log_using(asked)
     assert [r["source_id"] for r in sorted(stored, key=lambda r: r["source_id"])] == [
         m.source_id for m in logs]
-    by_source = {r["source_id"]: r for r in stored}
-    for m in logs:
-        row = by_source[m.source_id]
-        assert list(zip(row["using_hosts"], row["using_devices"], strict=True)) == sorted(m.using)
+    assert [r["using_pairs"] for r in stored] == [len(m.using) for m in logs]
+    assert [r["source_id"] for r in using] == asked[:-1]
+    for m, row in zip(logs[::3], using, strict=True):
+        assert list(zip(row["hosts"], row["devices"], strict=True)) == sorted(m.using)

@@ -163,9 +163,13 @@ ROWS: dict[str, tuple[Callable[[Store], list[Any]], object]] = {
                     rows.JobDuringRow),
     "jobs_during_hosts": (lambda s: s.jobs_during(T0, END, [(T0 + H, T0 + 2 * H)],
                                                   ["gpu-a", "gpu-b"]), rows.JobDuringRow),
+    "jobs_on_hosts_during": (lambda s: s.jobs_on_hosts_during(T0, END, [(7, T0 + H, T0 + 2 * H, "gpu-a"),
+                                                            (8, T0, END, "gpu-b")]),
+                       rows.JobAskedRow),
     "jobs_through": (lambda s: s.jobs_through(T0, END, [(T0 + H, T0 + 2 * H)], "COMPLETED",
                                               ["gpu-a"]), rows.FinishedJobRow),
     "job_logs": (lambda s: s.job_logs(T0, END), rows.JobLogRow),
+    "job_log_using": (lambda s: s.job_log_using(range(1, 50)), rows.JobLogUsingRow),
     # every source's lines: the undated line of the log without a job too
     "job_errors": (lambda s: s.job_errors(T0, END, sources=range(1, 50)), rows.JobErrorRow),
     "maintenance": (lambda s: s.maintenance(T0, END), rows.MaintenanceRow),

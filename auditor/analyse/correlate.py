@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,6 @@ from auditor.analyse.evidence import (
     HostResolver,
     LinkEvidence,
     NodeEvent,
-    jobs_by_host,
     link_keys,
     link_of,
 )
@@ -57,7 +56,7 @@ from auditor.store import Store
 if TYPE_CHECKING:
     from auditor.store.rows import (
         CounterStepRow,
-        JobDuringRow,
+        JobAskedRow,
         JobErrorRow,
         MaintenanceRow,
         PortBerRow,
@@ -410,10 +409,14 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     unlabelled = [lg for lg in logs if lg["job_id"] is None]
     # Of a month's ~100,000 jobs only the failed ones and those running at the moments asked
     # about are read (issue #13: reading all was most of `suspects --since 30d`).
-    written = [(t - LOG_WRITE_SLACK, t + LOG_WRITE_SLACK) for lg in unlabelled
-               for t in (lg["first_at"], lg["last_at"], lg["written_at"]) if t is not None]
-    matched = _match_logs(unlabelled, jobs_by_host(
-        store.jobs_during(since, until, written), resolver, written), resolver)
+    # The names jobs gave each fabric host: the jobs on a host are asked for by them.
+    as_named: dict[str, list[str]] = defaultdict(list)
+    job_names = pending_names.result()[0]
+    for given, who in zip(job_names, resolver.each(job_names), strict=True):
+        if who is not None:
+            as_named[who].append(given)
+    matched = _match_logs(unlabelled, lambda asks: store.jobs_on_hosts_during(since, until, asks),
+                          resolver, as_named)
     errors = store.job_errors(look_from, late_until, sources=sorted(matched), jobs_since=since)
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
     views: dict[str, JobView] = defaultdict(lambda: JobView([], [], {}))
@@ -473,14 +476,14 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     counts = blame.blame_jobs(dead.jobs, fp, links, event_of, host_events_of, maint, cfg)
     failed_net, failed_host, unexplained = counts
 
-    # Only the jobs on the hosts next to a flap are read, with all their hosts (issue #13: at
-    # 30 days 5,410 jobs ran during a long flap and 100 of them on a host of its cable, 12,937
-    # through a flap and 4,037 next to it; the rest were fetched, split and indexed for
-    # nothing).
-    def running(spans: list[tuple[datetime, datetime]], wanted: set[str]
-                ) -> list[JobDuringRow]:
-        near = [x for x in pending_names.result()[0] if resolver.host(x) in wanted]
-        return store.jobs_during(since, until, spans, near)
+    # Only the jobs on the hosts next to a flap during that flap are read, with all their
+    # hosts (issue #13: at 30 days 5,410 jobs ran during a long flap and 100 of them on a host
+    # of its cable, 12,937 through a flap and 4,037 next to it; the rest were fetched, split
+    # and indexed for nothing; issue #25: every flap's span on every such host was most of a
+    # 65,536-GPU month's jobs).
+    def running(asks: list[tuple[datetime, datetime, str]]) -> list[JobAskedRow]:
+        return store.jobs_on_hosts_during(since, until, [
+            (0, lo, hi, name) for lo, hi, host in asks for name in as_named.get(host, ())])
 
     known: set[str] = set()
 
@@ -517,7 +520,7 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
 
     lived_through(links, running, resolver, fabric, g, logs, matched,
                   {j: v.errors for j, v in views.items()}, cfg, in_use, settings,
-                  crosses if book else None, scheduled)
+                  crosses if book else None, scheduled, store.job_log_using)
     if cfg.adaptive_routing:
         newest = book.capture_at(until) if book else None
         routes = book.routes(newest) if book and newest is not None else None
@@ -605,24 +608,50 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[JobErrorRow],
                 links.setdefault(lk, LinkEvidence(lk)).failovers.append(record)
 
 
-def _match_logs(logs: list[UnlabelledJobLogRow], by_host: dict[str, list[JobDuringRow]],
-                resolver: HostResolver) -> dict[int, str]:
+def _match_logs(logs: list[UnlabelledJobLogRow],
+                jobs_near: Callable[[list[tuple[int, datetime, datetime, str]]],
+                                    list[JobAskedRow]],
+                resolver: HostResolver, as_named: Mapping[str, Sequence[str]]
+                ) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly
-    before the file was last written). Ambiguous or unmatched logs are left out."""
+    before the file was last written). Ambiguous or unmatched logs are left out.
+    `jobs_near(asks)`: the jobs that ran during an ask's (id, lo, hi, host) span on its host
+    (Store.jobs_on_hosts_during); `as_named`: each fabric host's names in the job records."""
+    # Each log asks for the jobs on one of its hosts (the first by name) over its own span:
+    # every job that fits the log ran there then, and a month's jobs are not read at all
+    # (issue #25: the jobs running at any log's moment were nearly all 207,000 of a month at
+    # 65,536 GPUs, 29 s and most of `suspects --since 30d`'s 2.7 GB).
+    wants: dict[int, tuple[UnlabelledJobLogRow, set[str]]] = {}
+    asks: list[tuple[int, datetime, datetime, str]] = []
+    for i, lg in enumerate(logs):
+        if lg["job_id"] is not None:
+            continue
+        hosts = {h for h in resolver.each(lg["hosts"]) if h}
+        if not hosts:
+            continue
+        first, last = lg["first_at"], lg["last_at"]
+        if first is not None and last is not None:
+            # a job that fits started by first + slack and ended by last - slack or later
+            lo, hi = min(first, last) - LOG_WRITE_SLACK, max(first, last) + LOG_WRITE_SLACK
+        elif lg["written_at"] is not None:
+            lo, hi = lg["written_at"] - LOG_WRITE_SLACK, lg["written_at"] + LOG_WRITE_SLACK
+        else:
+            continue
+        wants[i] = (lg, hosts)
+        asks += [(i, lo, hi, name) for name in as_named.get(min(hosts), ())]
+    near: dict[int, list[JobAskedRow]] = defaultdict(list)
+    for job in jobs_near(asks):
+        for i in job["asks"]:
+            near[i].append(job)
     out: dict[int, str] = {}
     # Each job's hosts resolved once: a 2,048-host job shares a host with thousands of logs
     # (#25: re-resolving them per log was a third of `suspects` at 65,536 GPUs).
     resolved: dict[int, set[str]] = {}  # by id(): the rows live as long as this call
-    for lg in logs:
-        if lg["job_id"] is not None:
-            continue
-        hosts = {h for h in (resolver.host(x) for x in lg["hosts"]) if h}
-        if not hosts:
-            continue
+    for i, (lg, hosts) in wants.items():
         first, last = lg["first_at"], lg["last_at"]
         fits: list[tuple[timedelta, str]] = []
-        for job in by_host.get(min(hosts), []):
+        for job in near.get(i, ()):
             mine = resolved.get(id(job))
             if mine is None:
                 mine = resolved[id(job)] = {h for h in resolver.each(job["hosts"]) if h}

@@ -13,10 +13,12 @@ if TYPE_CHECKING:
     from auditor.store.meta import JobLogMeta
     from auditor.store.rows import (
         FinishedJobRow,
+        JobAskedRow,
         JobDuringRow,
         JobEndedRow,
         JobErrorRow,
         JobLogRow,
+        JobLogUsingRow,
     )
 
 # Job logs a `job_logs_insert` statement stores (add_job_logs).
@@ -78,6 +80,19 @@ class JobQueries(Connection):
         return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
             "jobs_during_hosts", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
             span_hi=hi, hosts=names)))
+
+    def jobs_on_hosts_during(self, since: datetime, until: datetime,
+                       asks: Sequence[tuple[int, datetime, datetime, str]]
+                       ) -> list[JobAskedRow]:
+        """Jobs of the window that had started and were running during one of the asks'
+        spans on its host: (ask id, lo, hi, host as job_nodes names it). Each job once, with
+        all its hosts and the ids of the asks it answers, by end time."""
+        if not asks:
+            return []
+        return cast("list[JobAskedRow]", _split_hosts(self.run_dicts(
+            "jobs_on_hosts_during", since=utc_naive(since), until=utc_naive(until),
+            ask_id=[a[0] for a in asks], ask_lo=[utc_naive(a[1]) for a in asks],
+            ask_hi=[utc_naive(a[2]) for a in asks], ask_host=[a[3] for a in asks])))
 
     def jobs_through(self, since: datetime, until: datetime,
                      spans: Sequence[tuple[datetime, datetime]], state: str,
@@ -153,6 +168,13 @@ class JobQueries(Connection):
         return cast("list[JobLogRow]", self.run_dicts(
             "job_logs_window", since=utc_naive(since), until=utc_naive(until),
             jobs_since=utc_naive(jobs_since or since)))
+
+    def job_log_using(self, sources: Sequence[int]) -> list[JobLogUsingRow]:
+        """The `NET/IB : Using` lists of the logs `sources` that have one, by source."""
+        if not sources:
+            return []
+        return cast("list[JobLogUsingRow]", self.run_dicts(
+            "job_log_using", sources=sorted(set(sources))))
 
     def job_log_settings(self, since: datetime, until: datetime
                          ) -> tuple[list[str], list[tuple[int, int | None]]]:

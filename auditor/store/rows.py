@@ -143,6 +143,21 @@ class RunningJobRow(TypedDict):
 JobDuringRow = FinishedJobRow | RunningJobRow
 
 
+class FinishedJobAskedRow(FinishedJobRow):
+    """A job of jobs_on_hosts_during.sql that had ended, with the asks it answers."""
+
+    asks: list[int]
+
+
+class RunningJobAskedRow(RunningJobRow):
+    """A job of jobs_on_hosts_during.sql that had not ended, with the asks it answers."""
+
+    asks: list[int]
+
+
+JobAskedRow = FinishedJobAskedRow | RunningJobAskedRow
+
+
 class LabelledJobLogRow(TypedDict):
     """A job log ingested for a job (job_logs_window.sql): its hosts and times are not read."""
 
@@ -155,9 +170,7 @@ class LabelledJobLogRow(TypedDict):
     nccl_versions: list[str]
     ib_timeout: int | None
     ib_retry_cnt: int | None
-    # its `NET/IB : Using` lists' (host, HCA) pairs as two lists in step
-    using_hosts: list[str]
-    using_devices: list[str]
+    using_pairs: int  # (host, HCA) pairs in its `NET/IB : Using` lists (job_log_using.sql)
     ib_hca: str | None
 
 
@@ -173,12 +186,20 @@ class UnlabelledJobLogRow(TypedDict):
     nccl_versions: list[str]
     ib_timeout: int | None
     ib_retry_cnt: int | None
-    using_hosts: list[str]  # as LabelledJobLogRow's
-    using_devices: list[str]
+    using_pairs: int  # as LabelledJobLogRow's
     ib_hca: str | None
 
 
 JobLogRow = LabelledJobLogRow | UnlabelledJobLogRow
+
+
+class JobLogUsingRow(TypedDict):
+    """A job log's `NET/IB : Using` lists' (host, HCA) pairs as two lists in step
+    (job_log_using.sql)."""
+
+    source_id: int
+    hosts: list[str]
+    devices: list[str]
 
 
 class JobErrorRow(TypedDict):
