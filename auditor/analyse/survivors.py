@@ -351,9 +351,6 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
         if hit := near_names.intersection(job["hosts"]):
             for h in {near[x] for x in hit}:
                 by_host[h].append(job)
-    if plan.using_of is not None:
-        _read_using(rails, {job["job_id"] for found in by_host.values() for job in found},
-                    plan.using_of, host_of)
     hosts_of: dict[int, frozenset[str]] = {}
 
     def job_hosts_of(job: FinishedJobRow) -> frozenset[str]:
@@ -368,12 +365,13 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
         if n.node_type == NodeType.HCA:
             hca_count[n.name] += 1
 
-    out: dict[LinkKey, list[HealthyJob]] = {}
+    # First the jobs that ran through each flap long enough to tell, then, with the Using lists
+    # of only those jobs read, which rail each used (issue #25: the Using lists of every job
+    # next to a flap were 2 s of `suspects --since 30d` at 65,536 GPUs).
+    judged: dict[LinkKey, list[tuple[int, datetime, float, float, FinishedJobRow]]] = {}
     for link, crossing in sorted(crossings.items()):
         spans_of = informative[link]
         hosts_here, share, uplink = crossing
-        where = f", a leaf uplink carrying {share:.2f} of its flows" if uplink else ""
-        here = set(hosts_here)
         # Each job once, where the first of its hosts here (in order) lists it: whether it
         # crossed depends on the job and the flap, not on the host it was found by (a job on
         # 10 hosts under a flapping leaf was judged 10 times per flap, issue #13).
@@ -393,16 +391,14 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
         # lived through it, issue #23)
         times = [(job["start_at"], job["end_at"], job["state"] == "COMPLETED")
                  for job in candidates]
-        found: list[HealthyJob] = []
         for i, down, up, lasted in spans_of:
             began, back = down - RAN_BEFORE, up + RAN_AFTER
-            seen: set[str] = set()
             through = [k for k, (start, end, done) in enumerate(times) if start <= began and (
                 end >= back or (done and end - RAN_AFTER >= down))]
             for job in map(candidates.__getitem__, through):
                 job_id = job["job_id"]
                 wait = wait_of(job_id)
-                if job_id in seen or not lasted - MARGIN_S > wait:
+                if not lasted - MARGIN_S > wait:
                     continue
                 if job["end_at"] < up + RAN_AFTER_COMPLETED and (
                         job["end_at"] - RAN_AFTER < down + timedelta(seconds=wait)):
@@ -416,37 +412,54 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
                     continue  # one node: its ranks talk over NVLink, PCIe or shared memory
                 if uplink and job_hosts <= hosts_here.keys():
                     continue  # all its hosts under this leaf: its traffic never leaves it
-                r = rails.get(job_id)
-                per_host = job["gpus"] / len(job["hosts"]) if job["gpus"] and job["hosts"] \
-                    else None
-                best = (0.0, "")
-                for host in sorted(job_hosts & here):
-                    device, port = hosts_here[host]
-                    best = max(best, _rail_use(r, host, device, port, hca_count[host],
-                                               per_host))
-                if best[0] <= 0.0:
-                    continue  # it did not use this rail
-                weight, how = best[0] * share, best[1] + where
-                if uplink and crosses is not None:
-                    device = hosts_here[min(job_hosts & here)][0]
-                    ordered = list(dict.fromkeys(
-                        y for x in job["hosts"] if (y := names[x]) is not None))
-                    routed = crosses(ordered, device, link, down)
-                    if routed == "no":
-                        continue  # its routes kept off this uplink when it went down
-                    if routed == "ring":
-                        weight, how = best[0], best[1] + (
-                            ", its NCCL ring's routes cross it (forwarding tables)")
-                    elif routed == "pairs":
-                        how = best[1] + (", the routes of some of its host pairs cross it, not "
-                                         f"its ring's: {share:.2f} of its flows")
-                if not (r is not None and r.info) and lasted - MARGIN_S <= (
-                        wait * 2 ** TIMEOUT_RAISE):
-                    weight *= 0.5
-                    how += (f", NCCL_IB_TIMEOUT not known (a job that set it {TIMEOUT_RAISE} "
-                            f"higher waits {wait * 2 ** TIMEOUT_RAISE:.0f} s)")
-                seen.add(job_id)
-                found.append(HealthyJob(job_id, i, round(weight, 3), how))
+                judged.setdefault(link, []).append((i, down, lasted, wait, job))
+    if plan.using_of is not None:
+        _read_using(rails, {j[4]["job_id"] for found in judged.values() for j in found},
+                    plan.using_of, host_of)
+
+    out: dict[LinkKey, list[HealthyJob]] = {}
+    for link, through_flaps in judged.items():
+        hosts_here, share, uplink = crossings[link]
+        where = f", a leaf uplink carrying {share:.2f} of its flows" if uplink else ""
+        here = set(hosts_here)
+        found: list[HealthyJob] = []
+        seen: set[tuple[int, str]] = set()  # (flap, job): a requeued job's runs count once
+        for i, down, lasted, wait, job in through_flaps:
+            job_id = job["job_id"]
+            if (i, job_id) in seen:
+                continue
+            job_hosts = job_hosts_of(job)
+            r = rails.get(job_id)
+            per_host = job["gpus"] / len(job["hosts"]) if job["gpus"] and job["hosts"] \
+                else None
+            best = (0.0, "")
+            for host in sorted(job_hosts & here):
+                device, port = hosts_here[host]
+                best = max(best, _rail_use(r, host, device, port, hca_count[host],
+                                           per_host))
+            if best[0] <= 0.0:
+                continue  # it did not use this rail
+            weight, how = best[0] * share, best[1] + where
+            if uplink and crosses is not None:
+                device = hosts_here[min(job_hosts & here)][0]
+                ordered = list(dict.fromkeys(
+                    y for x in job["hosts"] if (y := names[x]) is not None))
+                routed = crosses(ordered, device, link, down)
+                if routed == "no":
+                    continue  # its routes kept off this uplink when it went down
+                if routed == "ring":
+                    weight, how = best[0], best[1] + (
+                        ", its NCCL ring's routes cross it (forwarding tables)")
+                elif routed == "pairs":
+                    how = best[1] + (", the routes of some of its host pairs cross it, not "
+                                     f"its ring's: {share:.2f} of its flows")
+            if not (r is not None and r.info) and lasted - MARGIN_S <= (
+                    wait * 2 ** TIMEOUT_RAISE):
+                weight *= 0.5
+                how += (f", NCCL_IB_TIMEOUT not known (a job that set it {TIMEOUT_RAISE} "
+                        f"higher waits {wait * 2 ** TIMEOUT_RAISE:.0f} s)")
+            seen.add((i, job_id))
+            found.append(HealthyJob(job_id, i, round(weight, 3), how))
         if found:
             out[link] = found
     return out
