@@ -223,3 +223,37 @@ def test_more_job_logs_than_one_statement_takes_are_all_stored(tmp_path: Path) -
     assert [r["source_id"] for r in using] == asked[:-1]
     for m, row in zip(logs[::3], using, strict=True):
         assert list(zip(row["hosts"], row["devices"], strict=True)) == sorted(m.using)
+
+
+def test_jobs_of_logs_only_the_runs_on_every_host_a_log_names(tmp_path: Path) -> None:
+    """A log without a job asks for the runs on one of its hosts over its span: only those that
+    also ran on every other fabric host it names come back, names brought to hosts by the maps
+    (issue #25: no host lists are read for it)."""
+    from auditor.store import JobLogMeta
+
+    def log(source: int, *hosts: str) -> JobLogMeta:
+        return JobLogMeta(source, None, frozenset(hosts), None, None, T0, (), None, None)
+
+    log_hosts = {"GPU-A.ib": "A", "gpu-b": "B", "gpu-c": "C", "gpu-g": "G", "gpu-e": "E"}
+    job_hosts = {"gpu-a": "A", "gpu-b": "B", "gpu-c": "C", "gpu-g": "G", "gpu-h": "H",
+                 "gpu-e": "E"}
+    with _store(tmp_path / "j.duckdb") as store:
+        store.add_job_logs([log(1, "GPU-A.ib", "gpu-b"), log(2, "GPU-A.ib", "gpu-c"),
+                            log(3, "gpu-g", "no-such-host"), log(4, "gpu-e")])
+        found = store.jobs_of_logs(T0, UNTIL, [
+            (1, T0 + 90 * timedelta(minutes=1), T0 + 2 * H, "gpu-a"),
+            # both runs of job 10 ran on gpu-a then; only the requeued one on gpu-c too
+            (2, T0 + H, T0 + 5 * H, "gpu-a"),
+            # a name in no map is no host; asked on one host of the run, found by the other
+            (3, T0, UNTIL, "gpu-h"),
+            # job 12 never started
+            (4, T0, UNTIL, "gpu-e")], log_hosts, job_hosts)
+        # without the maps no name is a host: a log names none, no run covers it
+        unmapped = store.jobs_of_logs(T0, UNTIL, [(1, T0, UNTIL, "gpu-a")], {}, {})
+        none = store.jobs_of_logs(T0, UNTIL, [], log_hosts, job_hosts)
+    at = [(T0 + k * H).replace(tzinfo=None) for k in range(10)]
+    assert found == [
+        {"source_id": 1, "job_id": "10", "start_at": at[1], "end_at": at[3]},
+        {"source_id": 2, "job_id": "10", "start_at": at[4], "end_at": at[9]},
+        {"source_id": 3, "job_id": "14", "start_at": at[1], "end_at": at[8]}]
+    assert unmapped == none == []

@@ -168,6 +168,8 @@ ROWS: dict[str, tuple[Callable[[Store], list[Any]], object]] = {
                        rows.JobAskedRow),
     "jobs_through": (lambda s: s.jobs_through(T0, END, [(T0 + H, T0 + 2 * H)], "COMPLETED",
                                               ["gpu-a"]), rows.FinishedJobRow),
+    "jobs_of_logs": (lambda s: s.jobs_of_logs(T0, END, [(i, T0, END, "gpu-a") for i in range(50)],
+                                              {"gpu-a": "a"}, {"gpu-a": "a"}), rows.LogJobRow),
     "job_logs": (lambda s: s.job_logs(T0, END), rows.JobLogRow),
     "job_log_using": (lambda s: s.job_log_using(range(1, 50)), rows.JobLogUsingRow),
     # every source's lines: the undated line of the log without a job too

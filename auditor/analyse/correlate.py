@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         CounterStepRow,
         JobAskedRow,
         JobErrorRow,
+        LogJobRow,
         MaintenanceRow,
         PortBerRow,
         UnlabelledJobLogRow,
@@ -415,8 +416,8 @@ def gather(store: Store, since: datetime, until: datetime, cfg: RankingSettings 
     for given, who in zip(job_names, resolver.each(job_names), strict=True):
         if who is not None:
             as_named[who].append(given)
-    matched = _match_logs(unlabelled, lambda asks: store.jobs_on_hosts_during(since, until, asks),
-                          resolver, as_named)
+    matched = _match_logs(unlabelled, lambda asks, log_hosts, job_hosts: store.jobs_of_logs(
+        since, until, asks, log_hosts, job_hosts), resolver, as_named)
     errors = store.job_errors(look_from, late_until, sources=sorted(matched), jobs_since=since)
     # Index once: a month holds thousands of failed jobs and tens of thousands of error lines.
     views: dict[str, JobView] = defaultdict(lambda: JobView([], [], {}))
@@ -609,26 +610,28 @@ def _failovers(links: dict[LinkKey, LinkEvidence], errors: list[JobErrorRow],
 
 
 def _match_logs(logs: list[UnlabelledJobLogRow],
-                jobs_near: Callable[[list[tuple[int, datetime, datetime, str]]],
-                                    list[JobAskedRow]],
+                jobs_of: Callable[[list[tuple[int, datetime, datetime, str]], dict[str, str],
+                                   dict[str, str]], list[LogJobRow]],
                 resolver: HostResolver, as_named: Mapping[str, Sequence[str]]
                 ) -> dict[int, str]:
     """Job logs ingested without `--job` -> the job they belong to: the job that ran on every
     host the log names, over the span of its stamps (or, with no stamp, that ended shortly
     before the file was last written). Ambiguous or unmatched logs are left out.
-    `jobs_near(asks)`: the jobs that ran during an ask's (id, lo, hi, host) span on its host
-    (Store.jobs_on_hosts_during); `as_named`: each fabric host's names in the job records."""
-    # Each log asks for the jobs on one of its hosts (the first by name) over its own span:
-    # every job that fits the log ran there then, and a month's jobs are not read at all
-    # (issue #25: the jobs running at any log's moment were nearly all 207,000 of a month at
-    # 65,536 GPUs, 29 s and most of `suspects --since 30d`'s 2.7 GB).
-    wants: dict[int, tuple[UnlabelledJobLogRow, set[str]]] = {}
+    `jobs_of(asks, log_hosts, job_hosts)`: Store.jobs_of_logs; `as_named`: each fabric
+    host's names in the job records."""
+    # Each log asks for the jobs on one of its hosts (the first by name) over its own span that
+    # ran on all of them: every job that fits the log ran there then, and a month's jobs and
+    # their host lists are not read (issue #25: the jobs running at any log's moment were
+    # nearly all 207,000 of a month at 65,536 GPUs, 29 s and most of `suspects --since 30d`'s
+    # 2.7 GB; the candidates' host lists, compared here, 1.25 million names).
+    wants: dict[int, UnlabelledJobLogRow] = {}
     asks: list[tuple[int, datetime, datetime, str]] = []
-    for i, lg in enumerate(logs):
+    log_hosts: dict[str, str] = {}
+    for lg in logs:
         if lg["job_id"] is not None:
             continue
-        hosts = {h for h in resolver.each(lg["hosts"]) if h}
-        if not hosts:
+        named = {x: h for x in lg["hosts"] if (h := resolver.host(x))}
+        if not named:
             continue
         first, last = lg["first_at"], lg["last_at"]
         if first is not None and last is not None:
@@ -638,25 +641,20 @@ def _match_logs(logs: list[UnlabelledJobLogRow],
             lo, hi = lg["written_at"] - LOG_WRITE_SLACK, lg["written_at"] + LOG_WRITE_SLACK
         else:
             continue
-        wants[i] = (lg, hosts)
-        asks += [(i, lo, hi, name) for name in as_named.get(min(hosts), ())]
-    near: dict[int, list[JobAskedRow]] = defaultdict(list)
-    for job in jobs_near(asks):
-        for i in job["asks"]:
-            near[i].append(job)
+        log_hosts.update(named)
+        wants[lg["source_id"]] = lg
+        asks += [(lg["source_id"], lo, hi, name)
+                 for name in as_named.get(min(named.values()), ())]
+    job_hosts = {name: host for host, names in as_named.items() for name in names}
+    runs: dict[int, list[LogJobRow]] = defaultdict(list)
+    for run in jobs_of(asks, log_hosts, job_hosts):
+        runs[run["source_id"]].append(run)
     out: dict[int, str] = {}
-    # Each job's hosts resolved once: a 2,048-host job shares a host with thousands of logs
-    # (#25: re-resolving them per log was a third of `suspects` at 65,536 GPUs).
-    resolved: dict[int, set[str]] = {}  # by id(): the rows live as long as this call
-    for i, (lg, hosts) in wants.items():
+    for source_id, found in runs.items():
+        lg = wants[source_id]
         first, last = lg["first_at"], lg["last_at"]
         fits: list[tuple[timedelta, str]] = []
-        for job in near.get(i, ()):
-            mine = resolved.get(id(job))
-            if mine is None:
-                mine = resolved[id(job)] = {h for h in resolver.each(job["hosts"]) if h}
-            if not hosts <= mine:
-                continue
+        for job in found:
             if first is not None and last is not None:
                 # How far the log's stamps stick out of the job's run: 0 for the job that ran
                 # them; a neighbour's slack-wide overlap only wins when nothing fits better.
@@ -670,7 +668,7 @@ def _match_logs(logs: list[UnlabelledJobLogRow],
                     fits.append((abs(gap), job["job_id"]))
         fits.sort()
         if fits and (len(fits) == 1 or fits[0][0] < fits[1][0]):
-            out[lg["source_id"]] = fits[0][1]
+            out[source_id] = fits[0][1]
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         JobErrorRow,
         JobLogRow,
         JobLogUsingRow,
+        LogJobRow,
     )
 
 # Job logs a `job_logs_insert` statement stores (add_job_logs).
@@ -80,6 +81,24 @@ class JobQueries(Connection):
         return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
             "jobs_during_hosts", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
             span_hi=hi, hosts=names)))
+
+    def jobs_of_logs(self, since: datetime, until: datetime,
+                     asks: Sequence[tuple[int, datetime, datetime, str]],
+                     log_hosts: Mapping[str, str], job_hosts: Mapping[str, str]
+                     ) -> list[LogJobRow]:
+        """For each ask (log source id, lo, hi, host as job_nodes names it), the job runs of
+        the window that had started and were running during [lo, hi] on that host and ran on
+        every fabric host the log names: `log_hosts` maps the names logs print, `job_hosts`
+        the names job_nodes holds, to fabric hosts (a name in neither is no host). By log,
+        then end time."""
+        if not asks:
+            return []
+        return cast("list[LogJobRow]", self.run_dicts(
+            "jobs_of_logs", since=utc_naive(since), until=utc_naive(until),
+            ask_source=[a[0] for a in asks], ask_lo=[utc_naive(a[1]) for a in asks],
+            ask_hi=[utc_naive(a[2]) for a in asks], ask_host=[a[3] for a in asks],
+            log_name=list(log_hosts), log_host=list(log_hosts.values()),
+            job_name=list(job_hosts), job_host=list(job_hosts.values())))
 
     def jobs_on_hosts_during(self, since: datetime, until: datetime,
                        asks: Sequence[tuple[int, datetime, datetime, str]]

@@ -143,6 +143,15 @@ class RunningJobRow(TypedDict):
 JobDuringRow = FinishedJobRow | RunningJobRow
 
 
+class LogJobRow(TypedDict):
+    """A job run a job log without a job may belong to (jobs_of_logs.sql)."""
+
+    source_id: int  # the log's
+    job_id: str
+    start_at: datetime
+    end_at: datetime | None
+
+
 class FinishedJobAskedRow(FinishedJobRow):
     """A job of jobs_on_hosts_during.sql that had ended, with the asks it answers."""
 
