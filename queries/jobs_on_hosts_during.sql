@@ -1,12 +1,13 @@
 -- The jobs that ran on a host during a span, for many (host, span) asks at once: for each ask
--- i, the jobs of [$since, $until] (the newest record of each job id and start, as in
--- jobs_during.sql) that had started and were running at some moment of [$ask_lo[i],
--- $ask_hi[i]] on the host $ask_host[i] (as job_nodes names it), each job once with all its
--- hosts and the distinct asks ($ask_id[i]) it answers. A job log asks for its own span on one
--- of its hosts, a long flap for its span on its cable's hosts: a month's 13,000 logs' moments
--- together covered nearly every one of its 207,000 jobs, read with their host lists for a few
--- thousand matches (issue #25: 29 s and most of the 2.7 GB of `suspects --since 30d` at 65,536
--- GPUs), and every flap's span crossed with every flapping host was most of the rest.
+-- i, the jobs of [$since, $until] (the newest record of each job id and start; ended jobs end
+-- after $since, running ones started before $until) that had started and were running at some
+-- moment of [$ask_lo[i], $ask_hi[i]] on the host $ask_host[i] (as job_nodes names it), each
+-- job once with all its hosts and the distinct asks ($ask_id[i]) it answers. A job log asks
+-- for its own span on one of its hosts, a long flap for its span on its cable's hosts: a
+-- month's 13,000 logs' moments together covered nearly every one of its 207,000 jobs, read
+-- with their host lists for a few thousand matches (issue #25: 29 s and most of the 2.7 GB of
+-- `suspects --since 30d` at 65,536 GPUs), and every flap's span crossed with every flapping
+-- host was most of the rest.
 -- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none.
 with asks as (
@@ -17,13 +18,15 @@ near as (
     select a.ask, a.lo, n.job_id, n.start_at
     from asks a
     join job_nodes n on n.host = a.host and n.start_at <= a.hi
-    -- As in jobs_during_hosts.sql: no run of the window has a lower job id, and DuckDB skips
-    -- the row groups of older jobs.
+    -- No run of the window has a lower job id. Slurm's ids rise with time and job_nodes is in
+    -- ingest order: DuckDB skips the row groups of older jobs (issue #13).
     where n.job_id >= (select min(job_id) from jobs
                        where (end_at is null or end_at >= $since)
                          and (start_at is null or start_at <= $until))
 ),
 latest as (
+    -- Job id and start are what the window function partitions by: leaving the runs on no
+    -- host asked about out first changes no run's newest record.
     select j.*
     from jobs j
     semi join near n on j.job_id = n.job_id and j.start_at = n.start_at

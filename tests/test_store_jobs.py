@@ -60,54 +60,69 @@ def test_jobs_ended_newest_record_and_sorted_hosts(tmp_path: Path) -> None:
     assert ended[1]["start_at"] is None
 
 
-def test_jobs_through_only_when_the_newest_record_is_in_state(tmp_path: Path) -> None:
-    span = [(T0 + 5 * H, T0 + 6 * H)]
-    with _store(tmp_path / "j.duckdb") as store:
-        hosts = store.job_host_names()
-        through = store.jobs_through(T0, UNTIL, span, "COMPLETED", hosts)
-        failed = store.jobs_through(T0, UNTIL, span, "FAILED", hosts)
-    # 14's older COMPLETED record ran through the span too; its newest says FAILED. 15 ran
-    # through it on no host at all.
-    assert _ids(through) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
-    assert _ids(failed) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
-
-
 def test_the_host_names_jobs_were_given_once_each(tmp_path: Path) -> None:
     with _store(tmp_path / "j.duckdb") as store:
         assert store.job_host_names() == [f"gpu-{c}" for c in "abcdefgh"]
 
 
-def test_jobs_through_only_those_on_a_host_asked_about_with_all_their_hosts(
-        tmp_path: Path) -> None:
-    span = [(T0 + 5 * H, T0 + 6 * H)]
+def test_jobs_on_hosts_during_a_requeued_job_is_another_job(tmp_path: Path) -> None:
+    """Job 10 ran on gpu-a and gpu-b, then again (requeued, another start) on gpu-a and gpu-c:
+    an ask on one run's host over the other's span finds nothing, and an ask over both finds
+    each run once with its own hosts."""
     with _store(tmp_path / "j.duckdb") as store:
-        on_c = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-c", "gpu-x"])
-        # gpu-b ran only job 10's first run (FAILED), not the requeued one with the same id
-        on_b = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-b"])
-        # 14's older record is COMPLETED on gpu-g: asking by host keeps the newest record
-        on_g = store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-g"])
-        failed_g = store.jobs_through(T0, UNTIL, span, "FAILED", ["gpu-g"])
-        none = store.jobs_through(T0, UNTIL, span, "COMPLETED", [])
+        jobs = store.jobs_on_hosts_during(T0, UNTIL, [
+            (1, T0 + 5 * H, T0 + 6 * H, "gpu-b"), (2, T0 + 5 * H, T0 + 6 * H, "gpu-a"),
+            (3, T0, UNTIL, "gpu-a")])
+    assert [(j["job_id"], j["state"], j["hosts"], j["asks"]) for j in jobs] == [
+        ("10", "FAILED", ["gpu-a", "gpu-b"], [3]), ("10", "COMPLETED", ["gpu-a", "gpu-c"], [2, 3])]
+
+
+def test_jobs_on_hosts_during_every_host_over_a_span(tmp_path: Path) -> None:
+    """Asked on every host over one span: the jobs running then, by end time, each once (14's
+    newest record, not its older one), with all their hosts; not 12, which never started, nor
+    15, which ran on no host, nor 10's requeued run, which had not started. A later span finds
+    only 11, still running; a name no job ran on finds nothing."""
+    early = (T0 + 90 * timedelta(minutes=1), T0 + 2 * H)
+    late = (T0 + 10 * H, T0 + 11 * H)
+    with _store(tmp_path / "j.duckdb") as store:
+        names = [*store.job_host_names(), "gpu-x"]
+        during = store.jobs_on_hosts_during(T0, UNTIL, [(i, *early, n)
+                                                         for i, n in enumerate(names)])
+        after = store.jobs_on_hosts_during(T0, UNTIL, [(i, *late, n)
+                                                        for i, n in enumerate(names)])
+    asked = {n: i for i, n in enumerate(names)}
+    assert [(*t, j["asks"]) for j, t in zip(during, _ids(during), strict=True)] == [
+        ("13", "COMPLETED", ["gpu-f"], [asked["gpu-f"]]),
+        ("10", "FAILED", ["gpu-a", "gpu-b"], [asked["gpu-a"], asked["gpu-b"]]),
+        ("14", "FAILED", ["gpu-g", "gpu-h"], [asked["gpu-g"], asked["gpu-h"]]),
+        ("11", "RUNNING", ["gpu-d"], [asked["gpu-d"]])]
+    assert _ids(after) == [("11", "RUNNING", ["gpu-d"])]
+
+
+def test_jobs_on_hosts_during_keeps_to_the_window_and_the_spans(tmp_path: Path) -> None:
+    """The window decides which jobs there are (ended by its start or not started by its end:
+    none, whatever the asks' spans), the asks which of them come back; both bounds count."""
+    whole = [(i, T0, UNTIL + 9 * H, n) for i, n in enumerate(["gpu-a", "gpu-c", "gpu-d",
+                                                               "gpu-f", "gpu-g"])]
+    with _store(tmp_path / "j.duckdb") as store:
+        # 13 ends at the window's start, 10's requeued run starts at its end
+        edges = store.jobs_on_hosts_during(T0 + 2 * H, T0 + 4 * H, whole)
+        inside = store.jobs_on_hosts_during(T0 + 2 * H + timedelta(minutes=1),
+                                            T0 + 4 * H - timedelta(minutes=1), whole)
         # a later window: only 11, still running, is a job of it
-        later = store.jobs_through(UNTIL + H, UNTIL + 9 * H, [(UNTIL + 2 * H, UNTIL + 3 * H)],
-                                   "COMPLETED", store.job_host_names())
-        later_during = store.jobs_during(UNTIL + H, UNTIL + 9 * H,
-                                         [(UNTIL + 2 * H, UNTIL + 3 * H)], ["gpu-d"])
-    assert _ids(on_c) == [("10", "COMPLETED", ["gpu-a", "gpu-c"])]
-    assert on_b == on_g == none == later == []
-    assert _ids(failed_g) == [("14", "FAILED", ["gpu-g", "gpu-h"])]
-    # 11 still runs (no end): it is a job of any later window
-    assert _ids(later_during) == [("11", "RUNNING", ["gpu-d"])]
-
-
-def test_jobs_during_running_jobs_and_requeues(tmp_path: Path) -> None:
-    with _store(tmp_path / "j.duckdb") as store:
-        early = store.jobs_during(T0, UNTIL, [(T0 + 90 * timedelta(minutes=1), T0 + 2 * H)])
-        late = store.jobs_during(T0, UNTIL, [(T0 + 10 * H, T0 + 11 * H)])
-    assert _ids(early) == [("13", "COMPLETED", ["gpu-f"]), ("10", "FAILED", ["gpu-a", "gpu-b"]),
-                           ("15", "COMPLETED", []), ("14", "FAILED", ["gpu-g", "gpu-h"]),
-                           ("11", "RUNNING", ["gpu-d"])]
-    assert _ids(late) == [("11", "RUNNING", ["gpu-d"])]
+        later = store.jobs_on_hosts_during(UNTIL + H, UNTIL + 9 * H, whole)
+        # 13 ran [T0 + H, T0 + 2 * H] on gpu-f: a span touching it at either end finds it
+        spans = store.jobs_on_hosts_during(T0, UNTIL, [
+            (1, T0 + 2 * H, T0 + 3 * H, "gpu-f"), (2, T0, T0 + H, "gpu-f"),
+            (3, T0 + 2 * H + timedelta(seconds=1), T0 + 3 * H, "gpu-f"),
+            (4, T0, T0 + H - timedelta(seconds=1), "gpu-f")])
+    assert _ids(edges) == [("13", "COMPLETED", ["gpu-f"]), ("10", "FAILED", ["gpu-a", "gpu-b"]),
+                           ("14", "FAILED", ["gpu-g", "gpu-h"]),
+                           ("10", "COMPLETED", ["gpu-a", "gpu-c"]), ("11", "RUNNING", ["gpu-d"])]
+    assert _ids(inside) == [("10", "FAILED", ["gpu-a", "gpu-b"]),
+                            ("14", "FAILED", ["gpu-g", "gpu-h"]), ("11", "RUNNING", ["gpu-d"])]
+    assert _ids(later) == [("11", "RUNNING", ["gpu-d"])]
+    assert [(j["job_id"], j["asks"]) for j in spans] == [("13", [1, 2])]
 
 
 def test_a_new_database_records_every_schema_version(tmp_path: Path) -> None:
@@ -122,21 +137,6 @@ def test_a_new_database_records_every_schema_version(tmp_path: Path) -> None:
         assert store.schema_version() == Store.latest_version()
         assert store._con.execute("select count(*) from schema_version").fetchone() == (
             len(every),)
-
-
-def test_jobs_during_on_the_hosts_asked_about_with_all_their_hosts(tmp_path: Path) -> None:
-    early = [(T0 + 90 * timedelta(minutes=1), T0 + 2 * H)]
-    with _store(tmp_path / "j.duckdb") as store:
-        on_a = store.jobs_during(T0, UNTIL, early, ["gpu-a", "gpu-d"])
-        # gpu-c ran only job 10's requeued run, which had not started yet
-        on_c = store.jobs_during(T0, UNTIL, early, ["gpu-c"])
-        every = store.jobs_during(T0, UNTIL, early, store.job_host_names())
-        none = store.jobs_during(T0, UNTIL, early, [])
-        unfiltered = store.jobs_during(T0, UNTIL, early)
-    assert _ids(on_a) == [("10", "FAILED", ["gpu-a", "gpu-b"]), ("11", "RUNNING", ["gpu-d"])]
-    assert on_c == none == []
-    # the same jobs as without hosts, but for 15, which ran on none
-    assert every == [j for j in unfiltered if j["job_id"] != "15"]
 
 
 def test_jobs_on_hosts_during_answers_each_ask_on_its_host_and_span(tmp_path: Path) -> None:
@@ -191,11 +191,9 @@ def test_job_logs_give_hosts_and_times_only_of_logs_without_a_job(tmp_path: Path
 
 
 def test_no_jobs_at_all(tmp_path: Path) -> None:
-    span = [(T0 + 5 * H, T0 + 6 * H)]
     with Store(tmp_path / "j.duckdb") as store:
         assert store.job_host_names() == []
-        assert store.jobs_through(T0, UNTIL, span, "COMPLETED", ["gpu-a"]) == []
-        assert store.jobs_during(T0, UNTIL, span, ["gpu-a"]) == []
+        assert store.jobs_on_hosts_during(T0, UNTIL, [(1, T0 + 5 * H, T0 + 6 * H, "gpu-a")]) == []
 
 
 def test_more_job_logs_than_one_statement_takes_are_all_stored(tmp_path: Path) -> None:

@@ -469,7 +469,7 @@ def _healthy_jobs(plan: _Plan, jobs: list[FinishedJobRow], host_of: Callable[[st
 
 
 def lived_through(links: dict[LinkKey, LinkEvidence],
-                  jobs_during: Callable[[list[Ask]], Sequence[JobDuringRow]],
+                  jobs_asked: Callable[[list[Ask]], Sequence[JobDuringRow]],
                   resolver: HostResolver, fabric: Fabric, g: graph.FabricGraph,
                   logs: Sequence[JobLogRow], matched: Mapping[int, str],
                   errors: Mapping[str, Sequence[JobErrorRow]], cfg: RankingSettings,
@@ -482,7 +482,7 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
     its cable longer than any NCCL since 2.14 waits and did not die of it: the flap did not
     touch their traffic, shown beside the flaps) and `healthy` (the COMPLETED jobs whose
     traffic crossed the link through a flap longer than they could wait, with how sure the
-    crossing is: they take points off its flaps). `jobs_during(asks)`: the jobs running
+    crossing is: they take points off its flaps). `jobs_asked(asks)`: the jobs running
     during one of the (from, to, host) asks' spans on a host named by a name that resolves to
     its fabric host, each once with all its hosts (more may come back). `in_use` and `settings`:
     the NCCL versions and the (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT) pairs of all the logs.
@@ -496,7 +496,7 @@ def lived_through(links: dict[LinkKey, LinkEvidence],
     asks = survivor_asks + (plan.asks if plan is not None else [])
     if not asks:
         return
-    jobs = list(jobs_during(asks))
+    jobs = list(jobs_asked(asks))
     if survivor_asks:
         _mark_survivors(links, jobs_by_host(jobs, resolver, long_flaps), fabric, scheduled)
     if plan is not None:

@@ -12,9 +12,7 @@ from auditor.store.connection import Connection, naive_or_none, utc_naive
 if TYPE_CHECKING:
     from auditor.store.meta import JobLogMeta
     from auditor.store.rows import (
-        FinishedJobRow,
         JobAskedRow,
-        JobDuringRow,
         JobEndedRow,
         JobErrorRow,
         JobLogRow,
@@ -62,26 +60,6 @@ class JobQueries(Connection):
             "jobs_ended_window", since=utc_naive(since), until=utc_naive(until),
             states=sorted(states))))
 
-    def jobs_during(self, since: datetime, until: datetime,
-                    spans: Sequence[tuple[datetime, datetime]],
-                    hosts: Iterable[str] | None = None) -> list[JobDuringRow]:
-        """Jobs of the window that had started and were running during one of `spans`, with
-        their hosts, by end time; with `hosts` (names as sacct gave them, see
-        job_host_names), only those that ran on at least one of them."""
-        if not spans:
-            return []
-        lo, hi = [utc_naive(lo) for lo, _ in spans], [utc_naive(hi) for _, hi in spans]
-        if hosts is None:
-            return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
-                "jobs_during", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
-                span_hi=hi)))
-        names = sorted(set(hosts))
-        if not names:
-            return []
-        return cast("list[JobDuringRow]", _split_hosts(self.run_dicts(
-            "jobs_during_hosts", since=utc_naive(since), until=utc_naive(until), span_lo=lo,
-            span_hi=hi, hosts=names)))
-
     def jobs_of_logs(self, since: datetime, until: datetime,
                      asks: Sequence[tuple[int, datetime, datetime, str]],
                      log_hosts: Mapping[str, str], job_hosts: Mapping[str, str]
@@ -101,8 +79,8 @@ class JobQueries(Connection):
             job_name=list(job_hosts), job_host=list(job_hosts.values())))
 
     def jobs_on_hosts_during(self, since: datetime, until: datetime,
-                       asks: Sequence[tuple[int, datetime, datetime, str]]
-                       ) -> list[JobAskedRow]:
+                             asks: Sequence[tuple[int, datetime, datetime, str]]
+                             ) -> list[JobAskedRow]:
         """Jobs of the window that had started and were running during one of the asks'
         spans on its host: (ask id, lo, hi, host as job_nodes names it). Each job once, with
         all its hosts and the ids of the asks it answers, by end time."""
@@ -112,20 +90,6 @@ class JobQueries(Connection):
             "jobs_on_hosts_during", since=utc_naive(since), until=utc_naive(until),
             ask_id=[a[0] for a in asks], ask_lo=[utc_naive(a[1]) for a in asks],
             ask_hi=[utc_naive(a[2]) for a in asks], ask_host=[a[3] for a in asks])))
-
-    def jobs_through(self, since: datetime, until: datetime,
-                     spans: Sequence[tuple[datetime, datetime]], state: str,
-                     hosts: Iterable[str]) -> list[FinishedJobRow]:
-        """Jobs of the window in `state` that ran through one of `spans` whole (started by its
-        start, ended at or after its end) on at least one of `hosts` (names as sacct gave
-        them, see job_host_names), with all their hosts, by end time."""
-        names = sorted(set(hosts))
-        if not spans or not names:
-            return []
-        return cast("list[FinishedJobRow]", _split_hosts(self.run_dicts(
-            "jobs_through", since=utc_naive(since), until=utc_naive(until),
-            span_lo=[utc_naive(lo) for lo, _ in spans], span_hi=[utc_naive(hi) for _, hi in spans],
-            state=state, hosts=names)))
 
     def jobs_extent(self) -> tuple[datetime | None, datetime | None]:
         """The first start and the last start or end of any job record (None, None: none)."""

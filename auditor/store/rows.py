@@ -98,7 +98,8 @@ class PortBerRow(TypedDict):
 
 
 # -- jobs -------------------------------------------------------------------------------------
-# The three jobs queries return the same columns; what differs is which times can be NULL.
+# The two jobs queries return the same columns, jobs_on_hosts_during.sql with the asks each
+# job answers too; what differs is which times can be NULL.
 
 
 class JobEndedRow(TypedDict):
@@ -114,8 +115,8 @@ class JobEndedRow(TypedDict):
 
 
 class FinishedJobRow(TypedDict):
-    """A job that started and ended: jobs_through.sql's (it ran through a span whole), and the
-    jobs of jobs_during.sql that had ended."""
+    """A job that started and ended: the base of FinishedJobAskedRow, and what the analyses
+    read of it."""
 
     job_id: str
     state: str
@@ -127,7 +128,8 @@ class FinishedJobRow(TypedDict):
 
 
 class RunningJobRow(TypedDict):
-    """A job of jobs_during.sql that had not ended."""
+    """A job that had started and not ended: the base of RunningJobAskedRow, and what the
+    analyses read of it."""
 
     job_id: str
     state: str
@@ -138,8 +140,8 @@ class RunningJobRow(TypedDict):
     hosts: list[str]
 
 
-# A job that had started and ran during a span (jobs_during.sql, jobs_during_hosts.sql): a
-# test of end_at against None tells which.
+# A job that had started and ran during a span, as the analyses read it (a JobAskedRow without
+# its asks): a test of end_at against None tells which.
 JobDuringRow = FinishedJobRow | RunningJobRow
 
 
