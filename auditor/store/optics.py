@@ -87,7 +87,7 @@ class OpticsQueries(Connection):
                               ports: Sequence[tuple[str, int]]) -> list[OpticsDailyRow]:
         """`optics_daily` of the modules read in any of `ports` (guid, port) in the window."""
         return cast("list[OpticsDailyRow]", self.run_dicts(
-            "optics_daily_at_port", since=utc_naive(since), until=utc_naive(until),
+            "optics_daily_at_ports", since=utc_naive(since), until=utc_naive(until),
             guids=[g for g, _ in ports], ports=[p for _, p in ports]))
 
     def optics_thresholds_at_ports(self, since: datetime, until: datetime,
@@ -96,7 +96,7 @@ class OpticsQueries(Connection):
         """`optics_thresholds_at(until)` of the modules read in any of `ports` in the
         window."""
         return cast("list[OpticsThresholdRow]", self.run_dicts(
-            "optics_thresholds_asof_at_port", since=utc_naive(since), until=utc_naive(until),
+            "optics_thresholds_asof_at_ports", since=utc_naive(since), until=utc_naive(until),
             guids=[g for g, _ in ports], ports=[p for _, p in ports]))
 
     # -- the watch list in buckets of devices (issue #25) -------------------------------------
