@@ -2,12 +2,10 @@
 -- i, the jobs of [$since, $until] (the newest record of each job id and start; ended jobs end
 -- after $since, running ones started before $until) that had started and were running at some
 -- moment of [$ask_lo[i], $ask_hi[i]] on the host $ask_host[i] (as job_nodes names it), each
--- job once with all its hosts and the distinct asks ($ask_id[i]) it answers. A job log asks
--- for its own span on one of its hosts, a long flap for its span on its cable's hosts: a
--- month's 13,000 logs' moments together covered nearly every one of its 207,000 jobs, read
--- with their host lists for a few thousand matches (issue #25: 29 s and most of the 2.7 GB of
--- `suspects --since 30d` at 65,536 GPUs), and every flap's span crossed with every flapping
--- host was most of the rest.
+-- job once with all its hosts and the distinct asks ($ask_id[i]) it answers. A long flap asks
+-- for its span on its cable's hosts (or on its leaf's): every flap's span crossed with every
+-- flapping host was most of a 65,536-GPU month's 207,000 jobs, read with their host lists
+-- (issue #25). The job logs without a job ask jobs_of_logs.sql, which reads no host lists.
 -- A job's hosts come back as one string, sorted and joined by commas (store/jobs.py splits it; a
 -- stored host name never holds a comma, JobTable.append refuses one), NULL for none.
 with asks as (

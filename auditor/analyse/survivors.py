@@ -113,7 +113,6 @@ class _Rails:
     versions: list[str] = field(default_factory=list)
     env: dict[str, int] = field(default_factory=dict)
     with_using: list[int] = field(default_factory=list)  # the logs with Using lists
-    using_read: bool = False
 
     @property
     def info(self) -> bool:
@@ -151,11 +150,10 @@ UsingOf: TypeAlias = "Callable[[Sequence[int]], Sequence[JobLogUsingRow]]"
 
 def _read_using(rails: Mapping[str, _Rails], job_ids: Collection[str], using_of: UsingOf,
                 host_of: Callable[[str], str | None]) -> None:
-    """Read the Using lists of the logs of `job_ids` into their rails, in one read: only the
-    jobs the healthy-job evidence judges need them (issue #25: a month's logs named 3.8
-    million (host, HCA) pairs at 65,536 GPUs)."""
-    owner = {src: job_id for job_id in job_ids
-             if (r := rails.get(job_id)) is not None and not r.using_read
+    """Read the Using lists of the logs of `job_ids` into their rails, in one read, once per
+    ranking (`_healthy_jobs`): only the jobs the healthy-job evidence judges need them
+    (issue #25: a month's logs named 3.8 million (host, HCA) pairs at 65,536 GPUs)."""
+    owner = {src: job_id for job_id in job_ids if (r := rails.get(job_id)) is not None
              for src in r.with_using}
     for row in using_of(sorted(owner)):
         r = rails[owner[row["source_id"]]]
@@ -167,9 +165,6 @@ def _read_using(rails: Mapping[str, _Rails], job_ids: Collection[str], using_of:
         for host, named in devices.items():
             if (h := host_of(host)) is not None:
                 r.using.setdefault(h, set()).update(named)
-    for job_id in job_ids:
-        if (r := rails.get(job_id)) is not None:
-            r.using_read = True
 
 
 def _rail_use(r: _Rails | None, host: str, device: str | None, port: int,
